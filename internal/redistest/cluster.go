@@ -1,0 +1,172 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const clusterTimeout = 20 * time.Second
+
+// slotRanges splits the 16384 hash slots over the three masters.
+var slotRanges = [3][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
+
+// probeKeys hash to one slot range each ("hello"=866, "test"=6918,
+// "foo"=12182), so the readiness probe touches every master.
+var probeKeys = []string{"hello", "test", "foo"}
+
+// Cluster is a three-master Redis Cluster without replicas.
+type Cluster struct {
+	nodes []*Server
+}
+
+// StartCluster starts three cluster-enabled redis-servers, assigns the slots,
+// joins them and waits until a ClusterClient can use every slot range.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		hint := ""
+		if os.Getenv("REDIS_URL") != "" {
+			hint = " (REDIS_URL cannot be used for a cluster)"
+		}
+		t.Fatalf("redistest: StartCluster needs a local redis-server binary%s; %s", hint, installHint)
+	}
+	c := &Cluster{}
+	for range slotRanges {
+		c.nodes = append(c.nodes, startLocal(t, bin, true, nil))
+	}
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	clients := make([]*redis.Client, len(c.nodes))
+	for i, n := range c.nodes {
+		clients[i] = redis.NewClient(n.clientOptions())
+		defer clients[i].Close()
+		r := slotRanges[i]
+		if err := clients[i].ClusterAddSlotsRange(ctx, r[0], r[1]).Err(); err != nil {
+			t.Fatalf("redistest: CLUSTER ADDSLOTSRANGE on %s: %v", n.Addr(), err)
+		}
+	}
+	for _, n := range c.nodes[1:] {
+		// Pass the bus port explicitly: it is not the default port+10000.
+		err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", n.port, n.busPort).Err()
+		if err != nil {
+			t.Fatalf("redistest: CLUSTER MEET %s: %v", n.Addr(), err)
+		}
+	}
+
+	for {
+		err := c.ready(ctx, clients)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("redistest: cluster not ready after %v: %v\n%s", time.Since(start).Round(time.Millisecond), err, c.logTails())
+		}
+		time.Sleep(pollInterval)
+	}
+	return c
+}
+
+// ready checks every node's own view first (cheap), then end-to-end access.
+func (c *Cluster) ready(ctx context.Context, clients []*redis.Client) error {
+	for i, cl := range clients {
+		info, err := cl.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("CLUSTER INFO on %s: %w", c.nodes[i].Addr(), err)
+		}
+		for _, want := range []string{"cluster_state:ok", "cluster_known_nodes:3", "cluster_size:3"} {
+			if !strings.Contains(info, want+"\r\n") {
+				return fmt.Errorf("%s: CLUSTER INFO lacks %s", c.nodes[i].Addr(), want)
+			}
+		}
+		nodes, err := cl.ClusterNodes(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("CLUSTER NODES on %s: %w", c.nodes[i].Addr(), err)
+		}
+		if m := countHealthyMasters(nodes); m != 3 {
+			return fmt.Errorf("%s knows %d healthy masters, want 3", c.nodes[i].Addr(), m)
+		}
+	}
+	cc := redis.NewClusterClient(c.clientOptions())
+	defer cc.Close()
+	for _, k := range probeKeys {
+		key := "redistest:probe:{" + k + "}"
+		if err := cc.Set(ctx, key, k, 0).Err(); err != nil {
+			return fmt.Errorf("SET %s: %w", key, err)
+		}
+		if v, err := cc.Get(ctx, key).Result(); err != nil || v != k {
+			return errors.Join(fmt.Errorf("GET %s = %q, want %q", key, v, k), err)
+		}
+		if err := cc.Del(ctx, key).Err(); err != nil {
+			return fmt.Errorf("DEL %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func countHealthyMasters(clusterNodes string) int {
+	n := 0
+	for line := range strings.Lines(clusterNodes) {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		flags := f[2]
+		if strings.Contains(flags, "master") && !strings.Contains(flags, "fail") &&
+			!strings.Contains(flags, "handshake") && !strings.Contains(flags, "noaddr") {
+			n++
+		}
+	}
+	return n
+}
+
+// Addrs returns the "127.0.0.1:port" address of every master.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Nodes returns the masters, e.g. to Kill or Pause one of them.
+func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
+
+func (c *Cluster) clientOptions() *redis.ClusterOptions {
+	// Same short timeouts as Server.Client; ClusterClient already disables
+	// per-node retries by default and follows MOVED/ASK via MaxRedirects.
+	return &redis.ClusterOptions{
+		Addrs:                 c.Addrs(),
+		DialTimeout:           dialTimeout,
+		DialerRetries:         1,
+		ReadTimeout:           ioTimeout,
+		WriteTimeout:          ioTimeout,
+		ContextTimeoutEnabled: true,
+	}
+}
+
+// Client returns a new ClusterClient for c, closed in t.Cleanup.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	cc := redis.NewClusterClient(c.clientOptions())
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for i, n := range c.nodes {
+		b.WriteString("=== node " + strconv.Itoa(i) + " " + n.Addr() + " ===\n" + n.logTail())
+	}
+	return b.String()
+}

@@ -1,0 +1,27 @@
+// Package redistest starts throw-away redis-server processes for tests.
+//
+// Each Server is a real redis-server bound to a free 127.0.0.1 port, with
+// its own t.TempDir(), no persistence (--save "" --appendonly no), and is
+// killed in t.Cleanup, so tests can run in parallel without sharing state:
+//
+//	srv := redistest.Start(t)
+//	rdb := srv.Client(t)
+//	rdb.Set(ctx, "k", "v", 0)
+//
+// Because the process is ours, tests can inject faults: Kill (SIGKILL),
+// Restart (same port, empty data set), Pause (SIGSTOP) and Resume (SIGCONT).
+// CommandCalls reads INFO commandstats, e.g. to assert a script was loaded
+// once and then called via EVALSHA.
+//
+// StartCluster starts three masters with all 16384 slots assigned and
+// waits until the cluster is usable from a redis.ClusterClient.
+//
+// The redis-server binary is looked up on PATH. If it is missing the test
+// fails (never skips) with install instructions, unless REDIS_URL is set: then
+// Start returns a Server backed by that external instance and the fault
+// injection methods and StartCluster fail the test. Tests sharing a REDIS_URL
+// instance must use unique key prefixes, since they no longer get a private
+// data set (and must not FLUSHALL).
+//
+// Signals make this package Unix-only.
+package redistest

@@ -1,0 +1,179 @@
+package recruiter
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Defaults applied to zero fields of [Config] and [JobConfig].
+const (
+	BreakerCooldownDefault  = 5 * time.Second
+	BreakerThresholdDefault = 3
+	BudgetDefault           = 50 * time.Millisecond
+	MaxConcurrentDefault    = 1
+	PrefixDefault           = "worksteal"
+	RedisTimeoutDefault     = 500 * time.Millisecond
+)
+
+// BudgetMax bounds JobConfig.Budget: a slice borrows a web server's time,
+// so a longer one is a mistake, not a setting.
+const BudgetMax = time.Minute
+
+// Errors returned by [New] and [Recruiter.Register]; they wrap a message
+// naming the field.
+var (
+	ErrInvalidConfig = errors.New("recruiter: invalid config")
+	ErrInvalidJob    = errors.New("recruiter: invalid job")
+	ErrDuplicateJob  = errors.New("recruiter: duplicate job")
+	ErrClosed        = errors.New("recruiter: shut down")
+)
+
+// Config configures a [Recruiter]. The zero value is valid: every field has
+// a documented default.
+type Config struct {
+	// BreakerCooldown is how long the circuit breaker, once open, keeps
+	// recruitment away from Redis before one probe. Default 5s.
+	BreakerCooldown time.Duration
+	// BreakerThreshold is the number of consecutive Redis errors that open
+	// the breaker. Default 3.
+	BreakerThreshold int
+	// IdleFallback, when positive, makes the recruiter enlist by itself for
+	// each job that this process has not attempted for that long, so a fleet
+	// with no traffic still gets its maintenance. Default 0: off.
+	IdleFallback time.Duration
+	// Inline runs slices on the enlisting goroutine (after the middleware
+	// has flushed the response), for platforms that throttle CPU once a
+	// response is sent. Default false: a background goroutine, and the
+	// caller returns at once.
+	Inline bool
+	// Logger receives slice errors, panics and overruns. Default slog.Default().
+	Logger *slog.Logger
+	// MaxConcurrent bounds the slices this process runs at once; an
+	// enlistment that finds them all busy is dismissed, never queued.
+	// Default 1.
+	MaxConcurrent int
+	// MeterProvider provides the meter. Default: the otel global.
+	MeterProvider metric.MeterProvider
+	// NowFunc is the clock of cool-offs and the breaker (tests inject one).
+	// Default time.Now.
+	NowFunc func() time.Time
+	// Prefix starts every Redis key the recruiter writes. Default "worksteal".
+	Prefix string
+	// RandFunc returns the roll of an enlistment, uniform in [0, 1); it must
+	// be safe for concurrent use. Default math/rand/v2.Float64.
+	RandFunc func() float64
+	// RedisTimeout bounds each of the recruiter's own Redis calls (lock,
+	// release, cooldown). Default 500ms.
+	RedisTimeout time.Duration
+	// TracerProvider provides the tracer. Default: the otel global.
+	TracerProvider trace.TracerProvider
+}
+
+func (c Config) withDefaults() Config {
+	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, BreakerCooldownDefault)
+	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, BreakerThresholdDefault)
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, MaxConcurrentDefault)
+	c.Prefix = cmp.Or(c.Prefix, PrefixDefault)
+	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NowFunc == nil {
+		c.NowFunc = time.Now
+	}
+	if c.RandFunc == nil {
+		c.RandFunc = rand.Float64
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.BreakerCooldown < 0:
+		return fmt.Errorf("%w: BreakerCooldown %v is negative", ErrInvalidConfig, c.BreakerCooldown)
+	case c.BreakerThreshold < 0:
+		return fmt.Errorf("%w: BreakerThreshold %d is negative", ErrInvalidConfig, c.BreakerThreshold)
+	case c.IdleFallback < 0:
+		return fmt.Errorf("%w: IdleFallback %v is negative", ErrInvalidConfig, c.IdleFallback)
+	case c.MaxConcurrent < 0:
+		return fmt.Errorf("%w: MaxConcurrent %d is negative", ErrInvalidConfig, c.MaxConcurrent)
+	case c.RedisTimeout < 0:
+		return fmt.Errorf("%w: RedisTimeout %v is negative", ErrInvalidConfig, c.RedisTimeout)
+	}
+	if err := validName(c.Prefix); err != nil {
+		return fmt.Errorf("%w: Prefix: %v", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// JobConfig configures one job at [Recruiter.Register].
+type JobConfig struct {
+	// Budget is the most time one slice may take: its context's deadline.
+	// The job's lock lives a little longer (see [LockTTL]). Default 50ms;
+	// at most [BudgetMax].
+	Budget time.Duration
+	// Every, when positive, makes the job run at most once per Every across
+	// all processes: after a slice that reports no More, the job's lock
+	// stays in Redis as a cooldown until Every has passed since the slice
+	// began. Default 0: the lock is released after each slice.
+	Every time.Duration
+	// Rate is the share of enlistments that draw this job, in (0, 1]. The
+	// rates of all jobs of a recruiter sum to at most 1; the rest of each
+	// roll is "dismissed".
+	Rate float64
+}
+
+func (c JobConfig) withDefaults() JobConfig {
+	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	return c
+}
+
+func (c JobConfig) validate(job string) error {
+	switch {
+	case math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > 1:
+		return fmt.Errorf("%w %q: Rate %v is not in (0, 1]", ErrInvalidJob, job, c.Rate)
+	case c.Budget < 0:
+		return fmt.Errorf("%w %q: Budget %v is negative", ErrInvalidJob, job, c.Budget)
+	case c.Budget > BudgetMax:
+		return fmt.Errorf("%w %q: Budget %v is above %v: a slice must stay small", ErrInvalidJob, job, c.Budget, BudgetMax)
+	case c.Every < 0:
+		return fmt.Errorf("%w %q: Every %v is negative", ErrInvalidJob, job, c.Every)
+	}
+	return nil
+}
+
+// LockTTL is how long a job's lock lives while a slice of the given budget
+// runs: the budget plus a margin for clock drift between the web node and
+// Redis, garbage-collection pauses and the round trip that releases it.
+// A crashed slice holds its job for this long.
+func LockTTL(budget time.Duration) time.Duration {
+	return budget + max(budget/2, 250*time.Millisecond)
+}
+
+const nameMaxLen = 128
+
+// validName accepts 1 to 128 of [A-Za-z0-9._-]: safe inside Redis keys,
+// span attributes and metric labels.
+func validName(name string) error {
+	if name == "" {
+		return errors.New("name is empty")
+	}
+	if len(name) > nameMaxLen {
+		return fmt.Errorf("name %.20q... is longer than %d bytes", name, nameMaxLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("name %q has %q at byte %d; use only [A-Za-z0-9._-]", name, c, i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+// Package recruiter turns web servers into their own maintenance crew.
+//
+// After a request that was cheap to answer (a cache hit, an empty result,
+// a 304), the server may be recruited for one small, time-bounded slice of
+// background work. A [Recruiter] holds [Job]s, each with a rate; every
+// enlistment rolls once against the cumulative rates and either picks one
+// job (recruited) or none (dismissed).
+//
+//	r, err := recruiter.New(rdb, recruiter.Config{})
+//	err = r.Register(recruiter.Func("reindex", reindex), recruiter.JobConfig{Rate: 0.01, Every: time.Minute})
+//	// in a handler, after a fast exit:
+//	r.Enlist(ctx)
+//	// at exit:
+//	err = r.Shutdown(ctx)
+//
+// # The hot path
+//
+// Middleware uses the two-step form: [Recruiter.Draw] before the handler,
+// [Draw.Run] after it if the response was a fast exit. A dismissed draw
+// costs nanoseconds, allocates nothing and never touches Redis. Only a
+// drawn request gets a context from [WithFastExitMarker], on which a
+// handler's [MarkFastExit] is recorded.
+//
+// # Gates, lock and budget
+//
+// A drawn job runs only if this process can run it now: it is not cooling
+// off locally (after finding its lock held, or after running it), the
+// circuit breaker is closed, and one of [Config.MaxConcurrent] slots is
+// free; otherwise the draw is dismissed, never queued. The slice then takes
+// the job's Redis lock ({prefix}:lock:{job}) with bsm/redislock, without
+// retry: a lock held elsewhere means "skipped", never "wait". The slice's
+// context ends at [JobConfig.Budget], before the lock's [LockTTL]. After
+// the slice, a [Report] with More releases the lock at once so the next
+// recruit continues the backlog; otherwise, with [JobConfig.Every], the key
+// stays as a cluster-wide cooldown; without it, the lock is released.
+//
+// # Execution
+//
+// Slices run in the background by default (the caller returns at once),
+// or inline with [Config.Inline]. They run on context.WithoutCancel of the
+// enlisting context, carry their own span (see package telemetry), and
+// their errors and panics are logged and counted, never returned.
+// [Recruiter.Shutdown] stops recruiting and waits for slices in flight.
+package recruiter

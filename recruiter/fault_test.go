@@ -1,0 +1,275 @@
+package recruiter_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// enlistDuring has 8 goroutines enlisting for d, like request handlers,
+// and returns the longest any one Enlist took.
+func enlistDuring(rec *recruiter.Recruiter, d time.Duration) time.Duration {
+	var slowest atomic.Int64
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for time.Since(began) < d {
+				t0 := time.Now()
+				rec.Enlist(context.Background())
+				took := int64(time.Since(t0))
+				for old := slowest.Load(); took > old && !slowest.CompareAndSwap(old, took); old = slowest.Load() {
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Duration(slowest.Load())
+}
+
+// faultSetup is a recruiter whose Redis calls would wait up to a second,
+// so any Enlist that waited on Redis would stand out from scheduling noise.
+func faultSetup(t *testing.T) (*bundle, *atomic.Int32) {
+	b := setup(t, recruiter.Config{
+		BreakerThreshold: 2,
+		BreakerCooldown:  faultBreakerCooldown,
+		RedisTimeout:     time.Second,
+		MaxConcurrent:    4,
+	})
+	var runs atomic.Int32
+	mustRegister(t, b.rec, recruiter.Func("resilient", func(context.Context) (recruiter.Report, error) {
+		runs.Add(1)
+		return recruiter.Report{Items: 1, More: true}, nil
+	}), recruiter.JobConfig{Rate: 1})
+	eventually(t, 5*time.Second, "running before the fault", func() bool {
+		b.rec.Enlist(context.Background())
+		return runs.Load() > 0
+	})
+	return b, &runs
+}
+
+const faultBreakerCooldown = 200 * time.Millisecond
+
+// TestRedisKilledAndRestarted: with Redis gone, Enlist neither blocks nor
+// panics, the breaker opens and bounds the connection attempts; once Redis
+// is back, jobs run again.
+func TestRedisKilledAndRestarted(t *testing.T) {
+	t.Parallel()
+	b, runs := faultSetup(t)
+	b.srv.Kill()
+	const outage = time.Second
+	slowest := enlistDuring(b.rec, outage)
+	stats := b.rec.Stats()
+	js := stats.Jobs[0]
+	t.Logf("outage of %v: slowest Enlist %v; stats %+v", outage, slowest, js)
+	if !stats.BreakerOpen {
+		t.Fatal("the breaker is closed after a second of failed connections")
+	}
+	if slowest > 500*time.Millisecond {
+		t.Fatalf("an Enlist took %v while Redis was down: it waited on Redis", slowest)
+	}
+	// Attempts: the threshold, plus one probe per cooldown, plus the slices
+	// already past the gate when the breaker opened (at most MaxConcurrent).
+	if limit := uint64(2 + outage/faultBreakerCooldown + 4); js.Errors > limit {
+		t.Fatalf("%d lock attempts failed during a %v outage; the breaker should allow at most %d", js.Errors, outage, limit)
+	}
+	if js.Errors == 0 || !strings.Contains(b.logs.String(), "recruitment paused") {
+		t.Fatalf("no failed attempt was counted or logged:\n%s", b.logs)
+	}
+
+	b.srv.Restart()
+	before := runs.Load()
+	eventually(t, 10*time.Second, "running again after Redis returned", func() bool {
+		b.rec.Enlist(context.Background())
+		return runs.Load() > before
+	})
+	if b.rec.Stats().BreakerOpen {
+		t.Fatal("a slice ran but the breaker is still open")
+	}
+}
+
+// TestRedisPausedEnlistNeverWaits: a Redis that accepts connections but
+// never answers (SIGSTOP) costs requests nothing in background mode; the
+// breaker opens on the timeouts and jobs resume with Redis.
+func TestRedisPausedEnlistNeverWaits(t *testing.T) {
+	t.Parallel()
+	b, runs := faultSetup(t)
+	b.srv.Pause()
+	slowest := enlistDuring(b.rec, 1500*time.Millisecond)
+	t.Logf("paused Redis: slowest Enlist %v; stats %+v", slowest, b.rec.Stats())
+	if slowest > 500*time.Millisecond {
+		t.Fatalf("an Enlist took %v while Redis hung: it waited on Redis", slowest)
+	}
+	eventually(t, 5*time.Second, "breaker open on timeouts", func() bool { return b.rec.Stats().BreakerOpen })
+	b.srv.Resume()
+	before := runs.Load()
+	eventually(t, 10*time.Second, "running again after Redis resumed", func() bool {
+		b.rec.Enlist(context.Background())
+		return runs.Load() > before
+	})
+}
+
+// TestFailingJobs: a job that panics, one that overruns its budget and one
+// that returns an error are counted, logged and released, and the caller
+// sees none of it.
+func TestFailingJobs(t *testing.T) {
+	t.Parallel()
+	var roll atomic.Value
+	roll.Store(0.0)
+	clock := newManualClock()
+	b := setup(t, recruiter.Config{Inline: true, Prefix: "failing", NowFunc: clock.Now,
+		RandFunc: func() float64 { return roll.Load().(float64) }})
+	const budget = 40 * time.Millisecond
+	var deadlineAfter atomic.Int64
+	jobs := []struct {
+		job     recruiter.Job
+		roll    float64
+		logLine string
+	}{
+		{recruiter.Func("panics", func(context.Context) (recruiter.Report, error) {
+			panic("boom")
+		}), 0.1, "slice panicked"},
+		{recruiter.Func("overruns", func(ctx context.Context) (recruiter.Report, error) {
+			began := time.Now()
+			<-ctx.Done()
+			deadlineAfter.Store(int64(time.Since(began)))
+			time.Sleep(budget) // ignores its deadline: must count as a timeout
+			return recruiter.Report{Items: 2}, nil
+		}), 0.4, "slice timed out"},
+		{recruiter.Func("fails", func(context.Context) (recruiter.Report, error) {
+			return recruiter.Report{}, errors.New("disk on fire")
+		}), 0.7, "slice failed"},
+	}
+	for _, j := range jobs {
+		mustRegister(t, b.rec, j.job, recruiter.JobConfig{Rate: 0.3, Budget: budget})
+	}
+	ctx := context.Background()
+	for round := range 2 {
+		for _, j := range jobs {
+			roll.Store(j.roll)
+			b.rec.Enlist(ctx) // must not panic
+			if v, err := b.rdb.Exists(ctx, "failing:lock:"+j.job.Name()).Result(); err != nil || v != 0 {
+				t.Fatalf("round %d: %s left its lock behind (%v)", round, j.job.Name(), err)
+			}
+		}
+		clock.Advance(time.Second) // past the rest after each slice
+	}
+	if d := time.Duration(deadlineAfter.Load()); d < budget || d > budget+20*time.Millisecond {
+		t.Errorf("the overrunning job's context ended after %v, want at its budget %v", d, budget)
+	}
+	check := func(name string, got, want uint64) {
+		if got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	check("panics.Panics", jobStats(t, b.rec, "panics").Panics, 2)
+	check("overruns.Timeouts", jobStats(t, b.rec, "overruns").Timeouts, 2)
+	check("overruns.Items", jobStats(t, b.rec, "overruns").Items, 4)
+	check("fails.Errors", jobStats(t, b.rec, "fails").Errors, 2)
+	for _, j := range jobs {
+		js := jobStats(t, b.rec, j.job.Name())
+		check(j.job.Name()+".Ran", js.Ran, 0)
+		check(j.job.Name()+".Slices", js.Slices, 2)
+		if n := b.logs.count(`msg="worksteal: ` + j.logLine + `" job=` + j.job.Name()); n != 2 {
+			t.Errorf("%q logged %d times for %s, want 2; logs:\n%s", j.logLine, n, j.job.Name(), b.logs)
+		}
+	}
+	if !strings.Contains(b.logs.String(), "boom") || !strings.Contains(b.logs.String(), "disk on fire") {
+		t.Errorf("the panic value or the error is missing from the logs:\n%s", b.logs)
+	}
+}
+
+// TestShutdownWaitsForSliceInFlight: Shutdown returns only after the slice
+// in flight has ended; then nothing runs, and a second Shutdown is a no-op.
+func TestShutdownWaitsForSliceInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t, recruiter.Config{})
+	started, release := make(chan struct{}), make(chan struct{})
+	var finished atomic.Bool
+	var runs atomic.Int32
+	mustRegister(t, b.rec, recruiter.Func("slow", func(context.Context) (recruiter.Report, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		finished.Store(true)
+		return recruiter.Report{More: true}, nil
+	}), recruiter.JobConfig{Rate: 1, Budget: 5 * time.Second})
+	ctx := context.Background()
+	b.rec.Enlist(ctx)
+	<-started
+
+	expired, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.rec.Shutdown(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown with a done context and a slice in flight = %v, want context.Canceled", err)
+	}
+	shutdownDone := make(chan error, 1)
+	go func() { shutdownDone <- b.rec.Shutdown(ctx) }()
+	select {
+	case err := <-shutdownDone:
+		t.Fatalf("Shutdown returned %v while a slice was in flight", err)
+	default:
+	}
+	close(release)
+	if err := <-shutdownDone; err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	if !finished.Load() {
+		t.Fatal("Shutdown returned before the slice in flight finished")
+	}
+	for range 100 {
+		b.rec.Enlist(ctx)
+	}
+	if d := b.rec.Draw(); d.Recruited() {
+		t.Fatal("a draw after Shutdown was recruited")
+	}
+	if err := b.rec.Shutdown(ctx); err != nil {
+		t.Fatalf("second Shutdown = %v", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the job ran %d times, want only the slice in flight at Shutdown", n)
+	}
+}
+
+// TestIdleFallback: with no enlistment at all, the recruiter runs each job
+// by itself, at most once per IdleFallback per process.
+func TestIdleFallback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, recruiter.Config{IdleFallback: 50 * time.Millisecond})
+	var runs [2]atomic.Int32
+	for i, name := range []string{"nightly-a", "nightly-b"} {
+		mustRegister(t, b.rec, recruiter.Func(name, func(context.Context) (recruiter.Report, error) {
+			runs[i].Add(1)
+			return recruiter.Report{Items: 1}, nil
+		}), recruiter.JobConfig{Rate: 0.001})
+	}
+	eventually(t, 5*time.Second, "both jobs run without traffic", func() bool {
+		return runs[0].Load() >= 2 && runs[1].Load() >= 2
+	})
+	began := time.Now()
+	time.Sleep(500 * time.Millisecond) // a window to count runs in, not a wait for an event
+	window := time.Since(began)
+	for i := range runs {
+		before := runs[i].Load()
+		_ = before
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.rec.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		// The whole test ran about window + the first runs; a generous bound.
+		if n := runs[i].Load(); n > int32(2*(window+time.Second)/(50*time.Millisecond)) {
+			t.Errorf("job %d ran %d times: the idle fallback fires too often", i, n)
+		}
+	}
+}

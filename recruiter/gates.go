@@ -1,0 +1,95 @@
+package recruiter
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// entry is a registered job with its local state. Its fields are set once
+// at registration; the atomics are what draws and slices share.
+type entry struct {
+	job     Job
+	name    string
+	cfg     JobConfig
+	key     string        // {prefix}:lock:{name}
+	lockTTL time.Duration // LockTTL(cfg.Budget)
+
+	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis
+	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
+	stats       jobStats
+}
+
+func newEntry(job Job, cfg JobConfig, prefix string, now time.Time) *entry {
+	e := &entry{
+		job:     job,
+		name:    job.Name(),
+		cfg:     cfg,
+		key:     prefix + ":lock:" + job.Name(),
+		lockTTL: LockTTL(cfg.Budget),
+	}
+	e.lastAttempt.Store(now.UnixNano())
+	e.stats.durations.init()
+	return e
+}
+
+// coolingOff reports whether this process has learnt that the job cannot
+// run before some later time (its lock is held elsewhere, it is in its
+// cluster-wide cooldown, or it has just run here).
+func (e *entry) coolingOff(now time.Time) bool {
+	return now.UnixNano() < e.coolUntil.Load()
+}
+
+func (e *entry) coolOff(until time.Time) { e.coolUntil.Store(until.UnixNano()) }
+
+// breaker stops recruitment from touching Redis after threshold consecutive
+// failures, for cooldown; then a single slice probes, and its success
+// closes the breaker again.
+type breaker struct {
+	threshold int32
+	cooldown  time.Duration
+
+	failures  atomic.Int32
+	openUntil atomic.Int64 // unix ns; 0 when closed
+	probing   atomic.Bool
+}
+
+// allows is the draw's cheap check: closed, or open but ready for a probe.
+func (b *breaker) allows(now time.Time) bool {
+	until := b.openUntil.Load()
+	return until == 0 || now.UnixNano() >= until && !b.probing.Load()
+}
+
+// admit lets a slice through: always when closed; when the cooldown has
+// passed, exactly one slice, the probe.
+func (b *breaker) admit(now time.Time) bool {
+	until := b.openUntil.Load()
+	if until == 0 {
+		return true
+	}
+	return now.UnixNano() >= until && b.probing.CompareAndSwap(false, true)
+}
+
+// succeed records a Redis call that worked.
+func (b *breaker) succeed() {
+	if b.failures.Load() != 0 {
+		b.failures.Store(0)
+	}
+	if b.openUntil.Load() != 0 {
+		b.openUntil.Store(0)
+	}
+	b.probing.Store(false)
+}
+
+// fail records a Redis call that failed and reports whether it opened the
+// breaker (a failed probe re-opens it at once).
+func (b *breaker) fail(now time.Time) (opened bool) {
+	n := b.failures.Add(1)
+	if !b.probing.Load() && n < b.threshold {
+		return false
+	}
+	b.openUntil.Store(now.Add(b.cooldown).UnixNano())
+	b.probing.Store(false)
+	return true
+}
+
+func (b *breaker) isOpen() bool { return b.openUntil.Load() != 0 }

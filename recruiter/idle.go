@@ -1,0 +1,30 @@
+package recruiter
+
+import (
+	"context"
+	"time"
+)
+
+// idleLoop is the idle fallback: it enlists, on the recruiter's own
+// behalf, each job that this process has not attempted for IdleFallback,
+// through the same gates, lock and budget as any enlistment. It never runs
+// on the request path, so it costs requests nothing.
+func (r *Recruiter) idleLoop() {
+	defer r.slices.Done()
+	tick := time.NewTicker(max(r.cfg.IdleFallback/4, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		now := r.cfg.NowFunc()
+		for _, e := range r.jobs.Load().entries {
+			idle := now.Sub(time.Unix(0, e.lastAttempt.Load()))
+			if idle >= r.cfg.IdleFallback && r.open(e, now) {
+				r.start(context.Background(), e)
+			}
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package recruiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/telemetry"
+)
+
+// Recruiter holds jobs and recruits workers for their slices. It is safe
+// for concurrent use; create one per process with [New].
+type Recruiter struct {
+	cfg     Config
+	rdb     redis.UniversalClient
+	locker  *redislock.Client
+	tel     *telemetry.Telemetry
+	breaker breaker
+
+	jobs     atomic.Pointer[roster] // read without a lock on every draw
+	inFlight atomic.Int32           // slices running now
+	closed   atomic.Bool
+
+	mu       sync.Mutex // guards registration and shutdown
+	slices   sync.WaitGroup
+	stop     chan struct{} // closed by Shutdown: the idle loop stops
+	drained  chan struct{} // closed once every slice has ended after Shutdown
+	drainOne sync.Once
+}
+
+// roster is an immutable snapshot of the registered jobs: Register swaps
+// in a new one, so draws never take a lock.
+type roster struct {
+	entries    []*entry
+	cumulative []float64 // cumulative[i] = sum of rates of entries[:i+1]
+}
+
+// New returns a Recruiter that keeps its locks in rdb. It starts no
+// goroutine unless cfg.IdleFallback is set; call [Recruiter.Shutdown] when
+// done.
+func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: the Redis client is nil", ErrInvalidConfig)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r := &Recruiter{
+		cfg:     cfg,
+		rdb:     rdb,
+		locker:  redislock.New(rdb),
+		tel:     telemetry.New(telemetry.WithTracerProvider(cfg.TracerProvider), telemetry.WithMeterProvider(cfg.MeterProvider)),
+		breaker: breaker{threshold: int32(cfg.BreakerThreshold), cooldown: cfg.BreakerCooldown},
+		stop:    make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+	r.jobs.Store(&roster{})
+	if cfg.IdleFallback > 0 {
+		r.slices.Add(1)
+		go r.idleLoop()
+	}
+	return r, nil
+}
+
+// Register adds job with its rate and budget. It is safe while requests are
+// being served. It returns an error wrapping [ErrInvalidJob],
+// [ErrDuplicateJob] or [ErrClosed] that names the offending field.
+func (r *Recruiter) Register(job Job, cfg JobConfig) error {
+	if job == nil {
+		return fmt.Errorf("%w: job is nil", ErrInvalidJob)
+	}
+	name := job.Name()
+	if err := validName(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidJob, err)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(name); err != nil {
+		return err
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	old := r.jobs.Load()
+	total := 0.0
+	for _, e := range old.entries {
+		if e.name == name {
+			return fmt.Errorf("%w: %q is already registered", ErrDuplicateJob, name)
+		}
+		total += e.cfg.Rate
+	}
+	// A little slack so that, say, ten jobs at 0.1 are accepted.
+	if total+cfg.Rate > 1+1e-9 {
+		return fmt.Errorf("%w %q: Rate %v brings the sum of rates to %v, above 1", ErrInvalidJob, name, cfg.Rate, total+cfg.Rate)
+	}
+	e := newEntry(job, cfg, r.cfg.Prefix, r.cfg.NowFunc())
+	next := &roster{
+		entries:    append(old.entries[:len(old.entries):len(old.entries)], e),
+		cumulative: append(old.cumulative[:len(old.cumulative):len(old.cumulative)], math.Min(total+cfg.Rate, 1)),
+	}
+	r.jobs.Store(next)
+	return nil
+}
+
+// Draw is the result of one roll: a job (recruited) or none (dismissed).
+// It is a small value; the zero Draw is dismissed.
+type Draw struct {
+	r *Recruiter
+	e *entry
+}
+
+// Recruited reports whether the roll picked a job that this process could
+// run now.
+func (d Draw) Recruited() bool { return d.e != nil }
+
+// Job returns the name of the drawn job, or "" if dismissed.
+func (d Draw) Job() string {
+	if d.e == nil {
+		return ""
+	}
+	return d.e.name
+}
+
+// Draw rolls once against the cumulative rates of the jobs: the first step
+// of the middleware's two-step form, taken before the handler. A dismissed
+// draw costs a few nanoseconds, allocates nothing and never touches Redis.
+// A job that this process knows it cannot run now (cooling off, breaker
+// open, all slice slots busy, shut down) is dismissed too.
+func (r *Recruiter) Draw() Draw {
+	jobs := r.jobs.Load()
+	roll := r.cfg.RandFunc()
+	for i, c := range jobs.cumulative {
+		if roll < c {
+			e := jobs.entries[i]
+			e.stats.drawn.Add(1)
+			if !r.open(e, r.cfg.NowFunc()) {
+				e.stats.skippedGate.Add(1)
+				return Draw{}
+			}
+			return Draw{r: r, e: e}
+		}
+	}
+	return Draw{}
+}
+
+// Run hands the drawn slice to the recruiter, after a fast exit: the second
+// step of the two-step form. In background mode it returns at once; in
+// inline mode it returns when the slice has ended. A dismissed Draw does
+// nothing. Errors and panics of the slice never reach the caller.
+func (d Draw) Run(ctx context.Context) {
+	if d.e != nil {
+		d.r.start(ctx, d.e)
+	}
+}
+
+// Enlist offers the caller's time after a fast exit: one roll and, if a job
+// is drawn, one slice of it. It is the one-call form for code that knows
+// it just exited fast; middleware uses [Recruiter.Draw] and [Draw.Run].
+func (r *Recruiter) Enlist(ctx context.Context) {
+	r.Draw().Run(ctx)
+}
+
+// open reports whether e could run now, from this process's own state.
+func (r *Recruiter) open(e *entry, now time.Time) bool {
+	return !r.closed.Load() &&
+		r.inFlight.Load() < int32(r.cfg.MaxConcurrent) &&
+		!e.coolingOff(now) &&
+		r.breaker.allows(now)
+}
+
+// start passes the gates again (state may have changed since the draw),
+// takes a slice slot and runs the slice in the configured mode.
+func (r *Recruiter) start(ctx context.Context, e *entry) {
+	now := r.cfg.NowFunc()
+	e.lastAttempt.Store(now.UnixNano())
+	if !r.takeSlot() {
+		e.stats.skippedGate.Add(1)
+		return
+	}
+	if e.coolingOff(now) || !r.breaker.admit(now) {
+		r.releaseSlot()
+		e.stats.skippedGate.Add(1)
+		return
+	}
+	if r.cfg.Inline {
+		r.runSlice(ctx, e)
+		return
+	}
+	go r.runSlice(ctx, e)
+}
+
+// takeSlot reserves one of MaxConcurrent slice slots and registers the
+// slice with Shutdown; false when none is free or the recruiter is closed.
+func (r *Recruiter) takeSlot() bool {
+	for {
+		n := r.inFlight.Load()
+		if n >= int32(r.cfg.MaxConcurrent) {
+			return false
+		}
+		if r.inFlight.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	// The mutex orders slices.Add before Shutdown's Wait.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		r.inFlight.Add(-1)
+		return false
+	}
+	r.slices.Add(1)
+	return true
+}
+
+func (r *Recruiter) releaseSlot() {
+	r.inFlight.Add(-1)
+	r.slices.Done()
+}
+
+// Shutdown stops recruiting and waits for the slices in flight (each bounded
+// by its budget) and the idle loop, or for ctx. It is idempotent; later
+// calls wait the same way.
+func (r *Recruiter) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.closed.Load() {
+		r.closed.Store(true)
+		close(r.stop)
+	}
+	r.mu.Unlock()
+	r.drainOne.Do(func() {
+		go func() {
+			r.slices.Wait()
+			close(r.drained)
+		}()
+	})
+	select {
+	case <-r.drained:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("recruiter: shutdown: %w", ctx.Err())
+	}
+}
+
+// errIsBenign reports errors not worth an error log: the slice's own
+// cancellation.
+func errIsBenign(err error) bool { return errors.Is(err, context.Canceled) }

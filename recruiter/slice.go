@@ -1,0 +1,184 @@
+package recruiter
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/telemetry"
+)
+
+var (
+	//go:embed probe.lua
+	probeSource string
+	probeScript = redis.NewScript(probeSource)
+
+	//go:embed cooldown.lua
+	cooldownSource string
+	cooldownScript = redis.NewScript(cooldownSource)
+)
+
+// cooldownValue marks a job's lock key as a cooldown rather than a running
+// slice; redislock tokens are random base64, so they never equal it.
+const cooldownValue = "cooldown"
+
+// runSlice is one recruitment: its span, the lock, the job, the release.
+// It runs on context.WithoutCancel(enlisting): the request may end first.
+func (r *Recruiter) runSlice(enlisting context.Context, e *entry) {
+	defer r.releaseSlot()
+	ctx, span := r.tel.Start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
+	res := r.recruit(ctx, e)
+	r.tel.End(ctx, span, e.name, res)
+	e.stats.record(res, r.cfg.NowFunc())
+}
+
+func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
+	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	lock, err := r.locker.Obtain(lctx, e.key, e.lockTTL, nil)
+	cancel()
+	switch {
+	case errors.Is(err, redislock.ErrNotObtained):
+		r.breaker.succeed()
+		return r.skip(ctx, e)
+	case err != nil:
+		err = fmt.Errorf("recruiter: obtain lock %s: %w", e.key, err)
+		r.redisFailed(ctx, e, err)
+		return telemetry.Result{Outcome: telemetry.OutcomeError, Err: err}
+	}
+	r.breaker.succeed()
+	res := r.runJob(ctx, e)
+	r.finish(ctx, e, lock, res)
+	return res
+}
+
+// skip learns why the lock was held and for how long, and cools off
+// locally until then, so this process asks Redis again only when it could
+// succeed.
+func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	defer cancel()
+	now := r.cfg.NowFunc()
+	reply, err := probeScript.Run(pctx, r.rdb, []string{e.key}, cooldownValue).Int64Slice()
+	if err != nil || len(reply) != 2 {
+		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.key, err))
+		e.coolOff(now.Add(e.lockTTL))
+		return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
+	}
+	r.breaker.succeed()
+	state, pttl := reply[0], time.Duration(reply[1])*time.Millisecond
+	if pttl < 0 { // a key without expiry: not ours to judge, retry after a lock's life
+		pttl = e.lockTTL
+	}
+	e.coolOff(now.Add(pttl))
+	if state == 2 {
+		return telemetry.Result{Outcome: telemetry.OutcomeSkippedCooldown}
+	}
+	return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
+}
+
+// panicError carries a recovered panic and its stack.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+func callJob(ctx context.Context, job Job) (report Report, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			report, err = Report{}, &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return job.Run(ctx)
+}
+
+// overrunGrace is how late past its budget a slice may return before it
+// counts as a timeout: jobs that stop when ctx is done return a little late.
+func overrunGrace(budget time.Duration) time.Duration {
+	return max(budget/10, 5*time.Millisecond)
+}
+
+// runJob runs one slice under the budget and classifies its outcome.
+func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
+	sctx, cancel := context.WithTimeout(ctx, e.cfg.Budget)
+	defer cancel()
+	began := time.Now()
+	report, err := callJob(sctx, e.job)
+	res := telemetry.Result{Ran: true, Items: report.Items, More: report.More, Duration: time.Since(began), Err: err}
+
+	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("elapsed", res.Duration))
+	var pe *panicError
+	switch {
+	case errors.As(err, &pe):
+		res.Outcome = telemetry.OutcomePanic
+		log.ErrorContext(ctx, "worksteal: slice panicked", slog.Any("panic", pe.value), slog.String("stack", string(pe.stack)))
+	case errors.Is(err, context.DeadlineExceeded) || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
+		res.Outcome = telemetry.OutcomeTimeout
+		if err == nil {
+			res.Err = fmt.Errorf("recruiter: job %s overran its budget of %v", e.name, e.cfg.Budget)
+		}
+		log.WarnContext(ctx, "worksteal: slice timed out", slog.Duration("budget", e.cfg.Budget), slog.Any("error", res.Err))
+	case err != nil:
+		res.Outcome = telemetry.OutcomeError
+		if !errIsBenign(err) {
+			log.ErrorContext(ctx, "worksteal: slice failed", slog.Any("error", err))
+		}
+	default:
+		res.Outcome = telemetry.OutcomeRan
+	}
+	return res
+}
+
+// finish hands the lock on: released at once when a clean slice reports a
+// backlog, kept as the cluster-wide cooldown when the job has Every, else
+// released, with this process resting the job for one budget so that an
+// idle job cannot turn request traffic into Redis traffic.
+func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, res telemetry.Result) {
+	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	defer cancel()
+	now := r.cfg.NowFunc()
+	remaining := e.cfg.Every - res.Duration
+
+	var err error
+	switch {
+	case res.Outcome == telemetry.OutcomeRan && res.More:
+		err = lock.Release(fctx)
+	case remaining > time.Millisecond:
+		e.coolOff(now.Add(remaining))
+		var set int64
+		set, err = cooldownScript.Run(fctx, r.rdb, []string{e.key}, lock.Token()+lock.Metadata(), cooldownValue, remaining.Milliseconds()).Int64()
+		if err == nil && set == 0 {
+			err = redislock.ErrLockNotHeld
+		}
+	default:
+		e.coolOff(now.Add(e.cfg.Budget))
+		err = lock.Release(fctx)
+	}
+	switch {
+	case errors.Is(err, redislock.ErrLockNotHeld):
+		r.cfg.Logger.WarnContext(ctx, "worksteal: the job's lock expired before its slice ended; another process may have run it meanwhile",
+			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.Duration("lock_ttl", e.lockTTL))
+	case err != nil:
+		r.redisFailed(ctx, e, fmt.Errorf("recruiter: release lock %s: %w", e.key, err))
+	default:
+		r.breaker.succeed()
+	}
+}
+
+// redisFailed counts a failed Redis call towards the breaker and logs it.
+func (r *Recruiter) redisFailed(ctx context.Context, e *entry, err error) {
+	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Any("error", err))
+	if r.breaker.fail(r.cfg.NowFunc()) {
+		log.WarnContext(ctx, "worksteal: Redis failing; recruitment paused", slog.Duration("for", r.cfg.BreakerCooldown))
+		return
+	}
+	log.WarnContext(ctx, "worksteal: Redis call failed")
+}

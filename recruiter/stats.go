@@ -1,0 +1,147 @@
+package recruiter
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/worksteal/worksteal/telemetry"
+)
+
+// Stats is a snapshot of a recruiter's counters since [New].
+type Stats struct {
+	BreakerOpen bool       // recruitment is keeping away from Redis
+	InFlight    int        // slices running now
+	Jobs        []JobStats // in registration order
+}
+
+// JobStats counts one job's draws and their outcomes in this process.
+// Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
+// Errors, Timeouts or Panics. SkippedGate counts drawn jobs that never
+// reached Redis (cooling off locally, breaker open, no free slot, shut
+// down); Drawn minus all of these is the drawn requests that were not fast
+// exits.
+type JobStats struct {
+	Name   string
+	Rate   float64
+	Budget time.Duration
+	Every  time.Duration
+
+	Drawn           uint64
+	Ran             uint64
+	SkippedLocked   uint64
+	SkippedCooldown uint64
+	SkippedGate     uint64
+	Errors          uint64
+	Timeouts        uint64
+	Panics          uint64
+
+	Slices   uint64    // slices whose Run was called, whatever their outcome
+	Items    uint64    // Report.Items summed
+	LastRun  time.Time // end of the last slice; zero if none
+	SliceP50 time.Duration
+	SliceP99 time.Duration
+	SliceMax time.Duration // over the last slices (up to 128)
+}
+
+// Stats returns the recruiter's counters.
+func (r *Recruiter) Stats() Stats {
+	jobs := r.jobs.Load()
+	s := Stats{
+		BreakerOpen: r.breaker.isOpen(),
+		InFlight:    int(r.inFlight.Load()),
+		Jobs:        make([]JobStats, 0, len(jobs.entries)),
+	}
+	for _, e := range jobs.entries {
+		s.Jobs = append(s.Jobs, e.stats.snapshot(e))
+	}
+	return s
+}
+
+type jobStats struct {
+	drawn, ran, skippedLocked, skippedCooldown, skippedGate atomic.Uint64
+	errors, timeouts, panics, slices, items                 atomic.Uint64
+	lastRun                                                 atomic.Int64 // unix ns
+	durations                                               durationRing
+}
+
+func (s *jobStats) record(res telemetry.Result, now time.Time) {
+	switch res.Outcome {
+	case telemetry.OutcomeRan:
+		s.ran.Add(1)
+	case telemetry.OutcomeSkippedLocked:
+		s.skippedLocked.Add(1)
+	case telemetry.OutcomeSkippedCooldown:
+		s.skippedCooldown.Add(1)
+	case telemetry.OutcomeError:
+		s.errors.Add(1)
+	case telemetry.OutcomeTimeout:
+		s.timeouts.Add(1)
+	case telemetry.OutcomePanic:
+		s.panics.Add(1)
+	}
+	if res.Ran {
+		s.slices.Add(1)
+		s.items.Add(uint64(max(res.Items, 0)))
+		s.lastRun.Store(now.UnixNano())
+		s.durations.add(res.Duration)
+	}
+}
+
+func (s *jobStats) snapshot(e *entry) JobStats {
+	js := JobStats{
+		Name: e.name, Rate: e.cfg.Rate, Budget: e.cfg.Budget, Every: e.cfg.Every,
+		Drawn:           s.drawn.Load(),
+		Ran:             s.ran.Load(),
+		SkippedLocked:   s.skippedLocked.Load(),
+		SkippedCooldown: s.skippedCooldown.Load(),
+		SkippedGate:     s.skippedGate.Load(),
+		Errors:          s.errors.Load(),
+		Timeouts:        s.timeouts.Load(),
+		Panics:          s.panics.Load(),
+		Slices:          s.slices.Load(),
+		Items:           s.items.Load(),
+	}
+	if ns := s.lastRun.Load(); ns != 0 {
+		js.LastRun = time.Unix(0, ns)
+	}
+	js.SliceP50, js.SliceP99, js.SliceMax = s.durations.quantiles()
+	return js
+}
+
+// durationRing keeps the last slice durations for quantiles; slices are
+// rare next to requests, so a mutex is fine here.
+type durationRing struct {
+	mu   sync.Mutex
+	buf  []time.Duration
+	next int
+	full bool
+}
+
+const durationRingSize = 128
+
+func (d *durationRing) init() { d.buf = make([]time.Duration, durationRingSize) }
+
+func (d *durationRing) add(v time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.buf[d.next] = v
+	d.next = (d.next + 1) % len(d.buf)
+	d.full = d.full || d.next == 0
+}
+
+func (d *durationRing) quantiles() (p50, p99, maxDur time.Duration) {
+	d.mu.Lock()
+	n := d.next
+	if d.full {
+		n = len(d.buf)
+	}
+	sorted := slices.Clone(d.buf[:n])
+	d.mu.Unlock()
+	if n == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(sorted)
+	return sorted[(n-1)*50/100], sorted[(n-1)*99/100], sorted[n-1]
+}

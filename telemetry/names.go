@@ -1,0 +1,42 @@
+package telemetry
+
+import "go.opentelemetry.io/otel/attribute"
+
+const (
+	// ScopeName names worksteal's tracer and meter.
+	ScopeName = "github.com/worksteal/worksteal"
+	// Version is the instrumentation version reported with ScopeName.
+	Version = "0.1.0"
+)
+
+// SpanRecruit is the name of the span of one recruitment.
+const SpanRecruit = "worksteal.recruit"
+
+// Attribute keys of the recruitment span and of the metrics.
+const (
+	AttrJob     attribute.Key = "worksteal.job"     // the job's name
+	AttrRate    attribute.Key = "worksteal.rate"    // the job's configured rate
+	AttrOutcome attribute.Key = "worksteal.outcome" // an [Outcome]
+	AttrItems   attribute.Key = "worksteal.items"   // Report.Items of the slice
+	AttrMore    attribute.Key = "worksteal.more"    // Report.More of the slice
+)
+
+// Metric names.
+const (
+	MetricRecruitments  = "worksteal.recruitments"
+	MetricSliceDuration = "worksteal.slice.duration"
+	MetricItems         = "worksteal.items"
+)
+
+// Outcome is how a recruitment ended; it is the value of [AttrOutcome].
+type Outcome string
+
+// The outcomes of a recruitment.
+const (
+	OutcomeRan             Outcome = "ran"              // the slice ran and returned without error
+	OutcomeSkippedLocked   Outcome = "skipped_locked"   // another node holds the job's lock
+	OutcomeSkippedCooldown Outcome = "skipped_cooldown" // the job ran within its Every, somewhere
+	OutcomeError           Outcome = "error"            // the slice (or the lock) returned an error
+	OutcomeTimeout         Outcome = "timeout"          // the slice ran past its budget
+	OutcomePanic           Outcome = "panic"            // the slice panicked; recovered
+)
