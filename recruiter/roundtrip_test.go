@@ -1,0 +1,84 @@
+package recruiter_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// roundTrips counts the commands (and pipelines) a client sends: each is
+// one round trip to Redis.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTripsPerSlice pins the recruiter's own Redis cost: two round
+// trips for a slice (lock, then release or cooldown), two for a skip (lock,
+// then probe), none for a draw that a local gate dismisses.
+func TestRoundTripsPerSlice(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock()
+	var roll atomic.Value
+	roll.Store(0.0)
+	b := setup(t, recruiter.Config{Inline: true, Prefix: "rt", NowFunc: clock.Now,
+		RandFunc: func() float64 { return roll.Load().(float64) }})
+	counter := &roundTrips{}
+	b.rdb.AddHook(counter)
+	mustRegister(t, b.rec, recruiter.Func("plain", noop), recruiter.JobConfig{Rate: 0.4})
+	mustRegister(t, b.rec, recruiter.Func("periodic", noop), recruiter.JobConfig{Rate: 0.4, Every: time.Minute})
+	ctx := context.Background()
+	// Load the scripts so EVALSHA finds them, as it will in a warm process.
+	for _, r := range []float64{0, 0.5} {
+		roll.Store(r)
+		b.rec.Enlist(ctx)
+	}
+	clock.Advance(time.Hour)
+	b.rdb.Set(ctx, "rt:lock:plain", "another-node", time.Minute)
+	roll.Store(0.0)
+	b.rec.Enlist(ctx)
+	b.rdb.Del(ctx, "rt:lock:plain", "rt:lock:periodic")
+	clock.Advance(time.Hour)
+
+	cost := func(what string, r float64, want int64, prepare func()) {
+		t.Helper()
+		prepare()
+		roll.Store(r)
+		before := counter.n.Load()
+		b.rec.Enlist(ctx)
+		if got := counter.n.Load() - before; got != want {
+			t.Errorf("%s: %d round trips, want %d", what, got, want)
+		}
+	}
+	none := func() {}
+	cost("slice, then release", 0, 2, none)
+	cost("slice, then cooldown", 0.5, 2, none)
+	cost("draw while resting after a slice", 0, 0, none)
+	cost("draw while cooling down", 0.5, 0, none)
+	cost("skip: lock held elsewhere", 0, 2, func() {
+		clock.Advance(time.Hour)
+		b.rdb.Set(ctx, "rt:lock:plain", "another-node", time.Minute)
+	})
+	cost("dismissed draw", 0.99, 0, none)
+	if js := jobStats(t, b.rec, "periodic"); js.Ran != 2 || js.SkippedGate != 1 {
+		t.Fatalf("periodic stats %+v, want 2 ran and 1 gated", js)
+	}
+}

@@ -1,0 +1,107 @@
+package recruiter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/telemetry"
+)
+
+// TestRecruitmentTelemetry: each recruitment is one span, a root linked to
+// the enlisting request's span, carried by the job's context, with the
+// outcome and the slice's report; the metrics count the same.
+func TestRecruitmentTelemetry(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+
+	clock := newManualClock()
+	b := setup(t, recruiter.Config{Inline: true, Prefix: "tel", TracerProvider: tp, MeterProvider: mp, NowFunc: clock.Now})
+	var jobSpan trace.SpanContext
+	var panicNext bool
+	mustRegister(t, b.rec, recruiter.Func("traced", func(ctx context.Context) (recruiter.Report, error) {
+		if panicNext {
+			panic("traced job broke")
+		}
+		jobSpan = trace.SpanContextFromContext(ctx)
+		return recruiter.Report{Items: 5, More: true}, nil
+	}), recruiter.JobConfig{Rate: 1, Budget: 30 * time.Millisecond})
+
+	reqCtx, reqSpan := tp.Tracer("http").Start(context.Background(), "GET /cached")
+	b.rec.Enlist(reqCtx)
+	reqSpan.End()
+
+	ctx := context.Background()
+	b.rdb.Set(ctx, "tel:lock:traced", "another-node", time.Minute)
+	b.rec.Enlist(ctx)
+	b.rdb.Del(ctx, "tel:lock:traced")
+	clock.Advance(2 * time.Minute)
+	panicNext = true
+	b.rec.Enlist(ctx)
+
+	var recruits []sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		if s.Name() == telemetry.SpanRecruit {
+			recruits = append(recruits, s)
+		}
+	}
+	if len(recruits) != 3 {
+		t.Fatalf("%d recruit spans, want 3 (ran, skipped_locked, panic)", len(recruits))
+	}
+	ran, skipped, panicked := recruits[0], recruits[1], recruits[2]
+	if ran.Parent().IsValid() || len(ran.Links()) != 1 || ran.Links()[0].SpanContext.SpanID() != reqSpan.SpanContext().SpanID() {
+		t.Fatalf("the recruit span: parent %v, links %+v; want a root linked to the request span", ran.Parent(), ran.Links())
+	}
+	if jobSpan.SpanID() != ran.SpanContext().SpanID() {
+		t.Fatalf("the job's context carried span %v, want the recruit span %v", jobSpan.SpanID(), ran.SpanContext().SpanID())
+	}
+	wantAttrs := func(s sdktrace.ReadOnlySpan, want ...attribute.KeyValue) {
+		t.Helper()
+		have := attribute.NewSet(s.Attributes()...)
+		for _, kv := range want {
+			if v, ok := have.Value(kv.Key); !ok || v != kv.Value {
+				t.Errorf("span attribute %s = %v, want %v", kv.Key, v.Emit(), kv.Value.Emit())
+			}
+		}
+	}
+	wantAttrs(ran, telemetry.AttrJob.String("traced"), telemetry.AttrRate.Float64(1), telemetry.AttrOutcome.String("ran"),
+		telemetry.AttrItems.Int(5), telemetry.AttrMore.Bool(true))
+	wantAttrs(skipped, telemetry.AttrOutcome.String("skipped_locked"))
+	wantAttrs(panicked, telemetry.AttrOutcome.String("panic"))
+	if panicked.Status().Code != codes.Error || panicked.Status().Description != "panic: traced job broke" {
+		t.Fatalf("the panicked slice's span status = %+v", panicked.Status())
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	byOutcome := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != telemetry.MetricRecruitments {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				o, _ := dp.Attributes.Value(telemetry.AttrOutcome)
+				byOutcome[o.AsString()] += dp.Value
+			}
+		}
+	}
+	if byOutcome["ran"] != 1 || byOutcome["skipped_locked"] != 1 || byOutcome["panic"] != 1 {
+		t.Fatalf("recruitments by outcome = %v, want one each of ran, skipped_locked, panic", byOutcome)
+	}
+}
