@@ -58,9 +58,8 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
 	return res
 }
 
-// skip learns why the lock was held and for how long, and cools off
-// locally until then, so this process asks Redis again only when it could
-// succeed.
+// skip learns why the lock was held and until when, and cools off locally
+// until then, so this process asks Redis again only when it could succeed.
 func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
@@ -73,13 +72,20 @@ func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 	}
 	r.breaker.succeed()
 	state, pttl := reply[0], time.Duration(reply[1])*time.Millisecond
-	if pttl < 0 { // a key without expiry: not ours to judge, retry after a lock's life
-		pttl = e.lockTTL
-	}
-	e.coolOff(now.Add(pttl))
 	if state == 2 {
+		e.coolOff(now.Add(pttl))
 		return telemetry.Result{Outcome: telemetry.OutcomeSkippedCooldown}
 	}
+	// A running slice ends at its budget, a margin before its lock expires;
+	// past that it overruns, and the lock's own expiry is the bound.
+	wait := pttl - (e.lockTTL - e.cfg.Budget)
+	if wait <= 0 {
+		wait = pttl
+	}
+	if pttl < 0 { // a key without expiry: not ours to judge; retry after a lock's life
+		wait = e.lockTTL
+	}
+	e.coolOff(now.Add(wait))
 	return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
 }
 
