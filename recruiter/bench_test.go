@@ -27,18 +27,27 @@ func BenchmarkDraw(b *testing.B) {
 				}
 			}
 			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
+			b.Run("serial", func(b *testing.B) {
+				for b.Loop() {
 					if d := rec.Draw(); d.Recruited() && d.Job() == "" {
 						b.Fatal("recruited without a job")
 					}
 				}
 			})
+			b.Run("parallel", func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if d := rec.Draw(); d.Recruited() && d.Job() == "" {
+							b.Fatal("recruited without a job")
+						}
+					}
+				})
+			})
 		})
 	}
 	bench("dismissed", recruiter.Config{RandFunc: fixedRoll(0.99)}, 0.01, 0.001)
 	bench("rate-1pct", recruiter.Config{}, 0.01)
-	bench("four-jobs-default-rand", recruiter.Config{}, 0.01, 0.005, 0.002, 0.001)
+	bench("four-jobs", recruiter.Config{}, 0.01, 0.005, 0.002, 0.001)
 }
 
 // BenchmarkSlice runs whole recruitments of a job that does nothing, so
