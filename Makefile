@@ -3,7 +3,8 @@
 #   make test  installs redis-server if missing (Debian/Ubuntu), then runs every test with -race
 
 GO          ?= go
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2026.2.2
+# staticcheck 2026.2.2 is module version v0.8.2.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test bench lint redis-server

@@ -44,7 +44,7 @@ func ExampleRecruiter_Register() {
 		log.Fatal(err)
 	}
 	err = rec.Register(recruiter.Func("refresh-top-sellers", func(ctx context.Context) (recruiter.Report, error) {
-		ids, err := rdb.ZRevRange(ctx, "sales:today", 0, 9).Result()
+		ids, err := rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: "sales:today", Start: 0, Stop: 9, Rev: true}).Result()
 		if err != nil {
 			return recruiter.Report{}, err
 		}

@@ -254,22 +254,41 @@ func TestIdleFallback(t *testing.T) {
 	eventually(t, 5*time.Second, "both jobs run without traffic", func() bool {
 		return runs[0].Load() >= 2 && runs[1].Load() >= 2
 	})
-	began := time.Now()
-	time.Sleep(500 * time.Millisecond) // a window to count runs in, not a wait for an event
-	window := time.Since(began)
+	// Over a window, each job runs about once per IdleFallback, not more.
+	var before [2]int32
 	for i := range runs {
-		before := runs[i].Load()
-		_ = before
+		before[i] = runs[i].Load()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := b.rec.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	const window = 500 * time.Millisecond
+	time.Sleep(window) // a span of time to count runs in, not a wait for an event
 	for i := range runs {
-		// The whole test ran about window + the first runs; a generous bound.
-		if n := runs[i].Load(); n > int32(2*(window+time.Second)/(50*time.Millisecond)) {
-			t.Errorf("job %d ran %d times: the idle fallback fires too often", i, n)
+		n := runs[i].Load() - before[i]
+		if limit := int32(window/(50*time.Millisecond)) + 2; n > limit {
+			t.Errorf("job %d ran %d times in %v with IdleFallback 50ms, want at most %d", i, n, window, limit)
 		}
+		if n == 0 {
+			t.Errorf("job %d did not run in %v without traffic", i, window)
+		}
+	}
+}
+
+// TestIdleFallbackContinuesABacklog: without traffic, a slice that reports
+// More is followed by the next one at once, not after another IdleFallback.
+// The clock stands still after the first idle run, so only the backlog can
+// start the others.
+func TestIdleFallbackContinuesABacklog(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock()
+	b := setup(t, recruiter.Config{IdleFallback: 20 * time.Millisecond, NowFunc: clock.Now})
+	var left atomic.Int32
+	left.Store(5)
+	mustRegister(t, b.rec, recruiter.Func("backlog", func(context.Context) (recruiter.Report, error) {
+		n := left.Add(-1)
+		return recruiter.Report{Items: 1, More: n > 0}, nil
+	}), recruiter.JobConfig{Rate: 0.001})
+	clock.Advance(time.Hour)
+	eventually(t, 5*time.Second, "the backlog drained by the idle fallback", func() bool { return left.Load() == 0 })
+	if js := jobStats(t, b.rec, "backlog"); js.Items != 5 || js.Drawn != 0 {
+		t.Fatalf("stats %+v, want 5 items from 5 idle slices and no draws", js)
 	}
 }

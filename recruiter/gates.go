@@ -16,6 +16,7 @@ type entry struct {
 
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis
 	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
+	backlog     atomic.Bool  // the last slice here reported More: the idle fallback continues it
 	stats       jobStats
 }
 

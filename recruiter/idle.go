@@ -7,8 +7,9 @@ import (
 
 // idleLoop is the idle fallback: it enlists, on the recruiter's own
 // behalf, each job that this process has not attempted for IdleFallback,
-// through the same gates, lock and budget as any enlistment. It never runs
-// on the request path, so it costs requests nothing.
+// and keeps at a job whose last slice here reported a backlog, through the
+// same gates, lock and budget as any enlistment. It never runs on the
+// request path, so it costs requests nothing.
 func (r *Recruiter) idleLoop() {
 	defer r.slices.Done()
 	tick := time.NewTicker(max(r.cfg.IdleFallback/4, time.Millisecond))
@@ -22,7 +23,7 @@ func (r *Recruiter) idleLoop() {
 		now := r.cfg.NowFunc()
 		for _, e := range r.jobs.Load().entries {
 			idle := now.Sub(time.Unix(0, e.lastAttempt.Load()))
-			if idle >= r.cfg.IdleFallback && r.open(e, now) {
+			if (idle >= r.cfg.IdleFallback || e.backlog.Load()) && r.open(e, now) {
 				r.start(context.Background(), e)
 			}
 		}

@@ -54,6 +54,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
 	}
 	r.breaker.succeed()
 	res := r.runJob(ctx, e)
+	e.backlog.Store(res.Outcome == telemetry.OutcomeRan && res.More)
 	r.finish(ctx, e, lock, res)
 	return res
 }

@@ -45,6 +45,14 @@ type JobStats struct {
 	SliceMax time.Duration // over the last slices (up to 128)
 }
 
+// Skipped counts the draws that did not run a slice because the job was
+// busy or resting: locked elsewhere, in its cooldown, or gated locally.
+// For a job with Every, most of these are expected.
+func (js JobStats) Skipped() uint64 { return js.SkippedLocked + js.SkippedCooldown + js.SkippedGate }
+
+// Failed counts the recruitments that ended badly: errors, timeouts, panics.
+func (js JobStats) Failed() uint64 { return js.Errors + js.Timeouts + js.Panics }
+
 // Stats returns the recruiter's counters.
 func (r *Recruiter) Stats() Stats {
 	jobs := r.jobs.Load()

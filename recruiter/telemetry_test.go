@@ -73,7 +73,7 @@ func TestRecruitmentTelemetry(t *testing.T) {
 		have := attribute.NewSet(s.Attributes()...)
 		for _, kv := range want {
 			if v, ok := have.Value(kv.Key); !ok || v != kv.Value {
-				t.Errorf("span attribute %s = %v, want %v", kv.Key, v.Emit(), kv.Value.Emit())
+				t.Errorf("span attribute %s = %v, want %v", kv.Key, v.String(), kv.Value.String())
 			}
 		}
 	}

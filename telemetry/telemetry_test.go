@@ -185,7 +185,7 @@ func assertAttrs(t *testing.T, got []attribute.KeyValue, want map[attribute.Key]
 	}
 	for k, v := range want {
 		if have[k] != v {
-			t.Errorf("attribute %s = %v, want %v", k, have[k].Emit(), v.Emit())
+			t.Errorf("attribute %s = %v, want %v", k, have[k].String(), v.String())
 		}
 	}
 }
