@@ -287,8 +287,10 @@ func TestIdleFallbackContinuesABacklog(t *testing.T) {
 		return recruiter.Report{Items: 1, More: n > 0}, nil
 	}), recruiter.JobConfig{Rate: 0.001})
 	clock.Advance(time.Hour)
-	eventually(t, 5*time.Second, "the backlog drained by the idle fallback", func() bool { return left.Load() == 0 })
-	if js := jobStats(t, b.rec, "backlog"); js.Items != 5 || js.Drawn != 0 {
-		t.Fatalf("stats %+v, want 5 items from 5 idle slices and no draws", js)
+	eventually(t, 5*time.Second, "the backlog drained by the idle fallback", func() bool {
+		return jobStats(t, b.rec, "backlog").Items == 5
+	})
+	if js := jobStats(t, b.rec, "backlog"); js.Slices != 5 || js.Drawn != 0 || left.Load() != 0 {
+		t.Fatalf("stats %+v, want 5 idle slices, no draws", js)
 	}
 }
