@@ -157,11 +157,22 @@ func (r *Recruiter) Draw() Draw {
 // step of the two-step form. In background mode it returns at once; in
 // inline mode it returns when the slice has ended. A dismissed Draw does
 // nothing. Errors and panics of the slice never reach the caller.
-func (d Draw) Run(ctx context.Context) {
+func (d Draw) Run(ctx context.Context) { d.RunAfter(ctx, nil) }
+
+// RunAfter is [Draw.Run] whose background slice begins only once done is
+// closed. Middleware passes the request context's Done channel, which the
+// server closes when the handler has returned, so that the response is
+// complete before stolen work competes with it. The slice's slot is held
+// meanwhile. A nil done, or inline mode, starts at once.
+func (d Draw) RunAfter(ctx context.Context, done <-chan struct{}) {
 	if d.e != nil {
-		d.r.start(ctx, d.e)
+		d.r.start(ctx, d.e, done)
 	}
 }
+
+// Inline reports whether slices run on the enlisting goroutine
+// ([Config.Inline]); middleware then flushes the response first.
+func (r *Recruiter) Inline() bool { return r.cfg.Inline }
 
 // Enlist offers the caller's time after a fast exit: one roll and, if a job
 // is drawn, one slice of it. It is the one-call form for code that knows
@@ -179,8 +190,9 @@ func (r *Recruiter) open(e *entry, now time.Time) bool {
 }
 
 // start passes the gates again (state may have changed since the draw),
-// takes a slice slot and runs the slice in the configured mode.
-func (r *Recruiter) start(ctx context.Context, e *entry) {
+// takes a slice slot and runs the slice in the configured mode; in the
+// background, once after is closed.
+func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}) {
 	now := r.cfg.NowFunc()
 	e.lastAttempt.Store(now.UnixNano())
 	if !r.takeSlot() {
@@ -196,7 +208,17 @@ func (r *Recruiter) start(ctx context.Context, e *entry) {
 		r.runSlice(ctx, e)
 		return
 	}
-	go r.runSlice(ctx, e)
+	go func() {
+		if after != nil {
+			<-after
+			if r.closed.Load() { // Shutdown began meanwhile: start nothing new
+				e.stats.skippedGate.Add(1)
+				r.releaseSlot()
+				return
+			}
+		}
+		r.runSlice(ctx, e)
+	}()
 }
 
 // takeSlot reserves one of MaxConcurrent slice slots and registers the

@@ -1,0 +1,73 @@
+package stealhttp
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/felixge/httpsnoop"
+
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// Middleware returns net/http middleware that lends fast-exit requests to
+// rec. Nil options are ignored.
+func Middleware(rec *recruiter.Recruiter, opts ...Option) func(http.Handler) http.Handler {
+	o := options{classifier: DefaultClassifier}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			draw := rec.Draw()
+			if !draw.Recruited() || o.filter != nil && !o.filter(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			serveDrawn(rec, draw, o.classifier, next, w, r)
+		})
+	}
+}
+
+// serveDrawn observes a drawn request and hands its slice on after a fast
+// exit. It is apart from the hot path so that the closure stays small.
+func serveDrawn(rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifier, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
+	r = r.WithContext(recruiter.WithFastExitMarker(r.Context()))
+	status := 0
+	capture := func(code int) {
+		// 1xx are interim (103 Early Hints); the first final status counts.
+		if status == 0 && code >= 200 {
+			status = code
+		}
+	}
+	ww := httpsnoop.Wrap(w, httpsnoop.Hooks{
+		WriteHeader: func(next httpsnoop.WriteHeaderFunc) httpsnoop.WriteHeaderFunc {
+			return func(code int) { capture(code); next(code) }
+		},
+		Write: func(next httpsnoop.WriteFunc) httpsnoop.WriteFunc {
+			return func(b []byte) (int, error) { capture(http.StatusOK); return next(b) }
+		},
+		ReadFrom: func(next httpsnoop.ReadFromFunc) httpsnoop.ReadFromFunc {
+			return func(src io.Reader) (int64, error) { capture(http.StatusOK); return next(src) }
+		},
+	})
+	next.ServeHTTP(ww, r)
+
+	exit := Exit{Request: r, Status: status, Marked: recruiter.FastExitMarked(r.Context()), Elapsed: time.Since(began)}
+	if exit.Status == 0 {
+		exit.Status = http.StatusOK // what net/http sends for a handler that wrote nothing
+	}
+	if !classify(exit) {
+		return
+	}
+	ctx := r.Context()
+	if rec.Inline() {
+		_ = http.NewResponseController(w).Flush() // the client gets the response before the slice
+		draw.Run(ctx)
+		return
+	}
+	draw.RunAfter(ctx, ctx.Done())
+}
