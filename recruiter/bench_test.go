@@ -45,6 +45,25 @@ func BenchmarkDraw(b *testing.B) {
 			})
 		})
 	}
+	// Worst case: every roll draws a job that is cooling off locally (it
+	// ran, and its Every has not passed), so every draw is gated.
+	b.Run("drawn-cooling-off", func(b *testing.B) {
+		rec, err := recruiter.New(rdb, recruiter.Config{Inline: true, RandFunc: fixedRoll(0), Prefix: "bench-cool"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rec.Shutdown(context.Background())
+		rec.Register(recruiter.Func("hourly", noop), recruiter.JobConfig{Rate: 1, Every: time.Hour})
+		rec.Enlist(context.Background()) // runs it, or meets its cooldown from an earlier round
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if rec.Draw().Recruited() {
+					b.Fatal("a job cooling off was recruited")
+				}
+			}
+		})
+	})
 	bench("dismissed", recruiter.Config{RandFunc: fixedRoll(0.99)}, 0.01, 0.001)
 	bench("rate-1pct", recruiter.Config{}, 0.01)
 	bench("four-jobs", recruiter.Config{}, 0.01, 0.005, 0.002, 0.001)

@@ -62,8 +62,8 @@ type Config struct {
 	MaxConcurrent int
 	// MeterProvider provides the meter. Default: the otel global.
 	MeterProvider metric.MeterProvider
-	// NowFunc is the clock of cool-offs and the breaker (tests inject one).
-	// Default time.Now.
+	// NowFunc is the clock of cool-offs, the breaker, the idle fallback and
+	// LastRun (tests inject one). Default: the system clock.
 	NowFunc func() time.Time
 	// Prefix starts every Redis key the recruiter writes. Default "worksteal".
 	Prefix string
@@ -85,9 +85,6 @@ func (c Config) withDefaults() Config {
 	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if c.NowFunc == nil {
-		c.NowFunc = time.Now
 	}
 	if c.RandFunc == nil {
 		c.RandFunc = rand.Float64

@@ -20,10 +20,10 @@ func (r *Recruiter) idleLoop() {
 			return
 		case <-tick.C:
 		}
-		now := r.cfg.NowFunc()
+		now := r.now()
 		for _, e := range r.jobs.Load().entries {
 			idle := now.Sub(time.Unix(0, e.lastAttempt.Load()))
-			if (idle >= r.cfg.IdleFallback || e.backlog.Load()) && r.open(e, now) {
+			if (idle >= r.cfg.IdleFallback || e.backlog.Load()) && r.open(e) {
 				r.start(context.Background(), e, nil)
 			}
 		}

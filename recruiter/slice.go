@@ -36,7 +36,7 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry) {
 	ctx, span := r.tel.Start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
 	res := r.recruit(ctx, e)
 	r.tel.End(ctx, span, e.name, res)
-	e.stats.record(res, r.cfg.NowFunc())
+	e.stats.record(res, r.now())
 }
 
 func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
@@ -64,7 +64,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
 func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
-	now := r.cfg.NowFunc()
+	now := r.now()
 	reply, err := probeScript.Run(pctx, r.rdb, []string{e.key}, cooldownValue).Int64Slice()
 	if err != nil || len(reply) != 2 {
 		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.key, err))
@@ -151,7 +151,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, res telemetry.Result) {
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
-	now := r.cfg.NowFunc()
+	now := r.now()
 	remaining := e.cfg.Every - res.Duration
 
 	var err error
@@ -183,7 +183,7 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, 
 // redisFailed counts a failed Redis call towards the breaker and logs it.
 func (r *Recruiter) redisFailed(ctx context.Context, e *entry, err error) {
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Any("error", err))
-	if r.breaker.fail(r.cfg.NowFunc()) {
+	if r.breaker.fail(r.now()) {
 		log.WarnContext(ctx, "worksteal: Redis failing; recruitment paused", slog.Duration("for", r.cfg.BreakerCooldown))
 		return
 	}

@@ -68,10 +68,16 @@ func (r *Recruiter) Stats() Stats {
 }
 
 type jobStats struct {
-	drawn, ran, skippedLocked, skippedCooldown, skippedGate atomic.Uint64
-	errors, timeouts, panics, slices, items                 atomic.Uint64
-	lastRun                                                 atomic.Int64 // unix ns
-	durations                                               durationRing
+	gatedAtDraw atomic.Uint64 // the one counter of the draw's hot path, on a line of its own
+	_           [56]byte
+
+	admitted   atomic.Uint64 // draws that passed the gates
+	gatedLater atomic.Uint64 // admitted, then gated when the slice was to start
+
+	ran, skippedLocked, skippedCooldown     atomic.Uint64
+	errors, timeouts, panics, slices, items atomic.Uint64
+	lastRun                                 atomic.Int64 // unix ns
+	durations                               durationRing
 }
 
 func (s *jobStats) record(res telemetry.Result, now time.Time) {
@@ -100,11 +106,11 @@ func (s *jobStats) record(res telemetry.Result, now time.Time) {
 func (s *jobStats) snapshot(e *entry) JobStats {
 	js := JobStats{
 		Name: e.name, Rate: e.cfg.Rate, Budget: e.cfg.Budget, Every: e.cfg.Every,
-		Drawn:           s.drawn.Load(),
+		Drawn:           s.admitted.Load() + s.gatedAtDraw.Load(),
 		Ran:             s.ran.Load(),
 		SkippedLocked:   s.skippedLocked.Load(),
 		SkippedCooldown: s.skippedCooldown.Load(),
-		SkippedGate:     s.skippedGate.Load(),
+		SkippedGate:     s.gatedAtDraw.Load() + s.gatedLater.Load(),
 		Errors:          s.errors.Load(),
 		Timeouts:        s.timeouts.Load(),
 		Panics:          s.panics.Load(),
