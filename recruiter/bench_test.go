@@ -26,8 +26,8 @@ func BenchmarkDraw(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportAllocs()
 			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
 				for b.Loop() {
 					if d := rec.Draw(); d.Recruited() && d.Job() == "" {
 						b.Fatal("recruited without a job")
@@ -35,6 +35,7 @@ func BenchmarkDraw(b *testing.B) {
 				}
 			})
 			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						if d := rec.Draw(); d.Recruited() && d.Job() == "" {

@@ -23,9 +23,13 @@ const (
 	RedisTimeoutDefault     = 500 * time.Millisecond
 )
 
-// BudgetMax bounds JobConfig.Budget: a slice borrows a web server's time,
-// so a longer one is a mistake, not a setting.
-const BudgetMax = time.Minute
+// Bounds of JobConfig.Budget: a slice borrows a web server's time, so a
+// longer one is a mistake, not a setting; a shorter one could not even
+// take its lock.
+const (
+	BudgetMax = time.Minute
+	BudgetMin = time.Millisecond
+)
 
 // Errors returned by [New] and [Recruiter.Register]; they wrap a message
 // naming the field.
@@ -63,12 +67,14 @@ type Config struct {
 	// MeterProvider provides the meter. Default: the otel global.
 	MeterProvider metric.MeterProvider
 	// NowFunc is the clock of cool-offs, the breaker, the idle fallback and
-	// LastRun (tests inject one). Default: the system clock.
+	// LastRun (tests inject one). Default: the wall clock read at New plus
+	// the monotonic time since, which is cheaper to read than time.Now.
 	NowFunc func() time.Time
 	// Prefix starts every Redis key the recruiter writes. Default "worksteal".
 	Prefix string
 	// RandFunc returns the roll of an enlistment, uniform in [0, 1); it must
-	// be safe for concurrent use. Default math/rand/v2.Float64.
+	// be safe for concurrent use. A roll below 0 draws the first job, one of
+	// 1 or more (or NaN) is dismissed. Default math/rand/v2.Float64.
 	RandFunc func() float64
 	// RedisTimeout bounds each of the recruiter's own Redis calls (lock,
 	// release, cooldown). Default 500ms.
@@ -92,18 +98,27 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Bounds of Config: values past them are mistakes, not settings.
+const (
+	breakerCooldownMax  = time.Hour
+	breakerThresholdMax = 1000
+	idleFallbackMin     = 10 * time.Millisecond
+	maxConcurrentMax    = 1024
+	redisTimeoutMax     = 30 * time.Second
+)
+
 func (c Config) validate() error {
 	switch {
-	case c.BreakerCooldown < 0:
-		return fmt.Errorf("%w: BreakerCooldown %v is negative", ErrInvalidConfig, c.BreakerCooldown)
-	case c.BreakerThreshold < 0:
-		return fmt.Errorf("%w: BreakerThreshold %d is negative", ErrInvalidConfig, c.BreakerThreshold)
-	case c.IdleFallback < 0:
-		return fmt.Errorf("%w: IdleFallback %v is negative", ErrInvalidConfig, c.IdleFallback)
-	case c.MaxConcurrent < 0:
-		return fmt.Errorf("%w: MaxConcurrent %d is negative", ErrInvalidConfig, c.MaxConcurrent)
-	case c.RedisTimeout < 0:
-		return fmt.Errorf("%w: RedisTimeout %v is negative", ErrInvalidConfig, c.RedisTimeout)
+	case c.BreakerCooldown < 0 || c.BreakerCooldown > breakerCooldownMax:
+		return fmt.Errorf("%w: BreakerCooldown %v is not in [0, %v]", ErrInvalidConfig, c.BreakerCooldown, breakerCooldownMax)
+	case c.BreakerThreshold < 0 || c.BreakerThreshold > breakerThresholdMax:
+		return fmt.Errorf("%w: BreakerThreshold %d is not in [0, %d]", ErrInvalidConfig, c.BreakerThreshold, breakerThresholdMax)
+	case c.IdleFallback < 0 || c.IdleFallback > 0 && c.IdleFallback < idleFallbackMin:
+		return fmt.Errorf("%w: IdleFallback %v is neither 0 (off) nor at least %v", ErrInvalidConfig, c.IdleFallback, idleFallbackMin)
+	case c.MaxConcurrent < 0 || c.MaxConcurrent > maxConcurrentMax:
+		return fmt.Errorf("%w: MaxConcurrent %d is not in [0, %d]", ErrInvalidConfig, c.MaxConcurrent, maxConcurrentMax)
+	case c.RedisTimeout < 0 || c.RedisTimeout > redisTimeoutMax:
+		return fmt.Errorf("%w: RedisTimeout %v is not in [0, %v]", ErrInvalidConfig, c.RedisTimeout, redisTimeoutMax)
 	}
 	if err := validName(c.Prefix); err != nil {
 		return fmt.Errorf("%w: Prefix: %v", ErrInvalidConfig, err)
@@ -137,8 +152,8 @@ func (c JobConfig) validate(job string) error {
 	switch {
 	case math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > 1:
 		return fmt.Errorf("%w %q: Rate %v is not in (0, 1]", ErrInvalidJob, job, c.Rate)
-	case c.Budget < 0:
-		return fmt.Errorf("%w %q: Budget %v is negative", ErrInvalidJob, job, c.Budget)
+	case c.Budget < BudgetMin:
+		return fmt.Errorf("%w %q: Budget %v is below %v", ErrInvalidJob, job, c.Budget, BudgetMin)
 	case c.Budget > BudgetMax:
 		return fmt.Errorf("%w %q: Budget %v is above %v: a slice must stay small", ErrInvalidJob, job, c.Budget, BudgetMax)
 	case c.Every < 0:
@@ -148,9 +163,10 @@ func (c JobConfig) validate(job string) error {
 }
 
 // LockTTL is how long a job's lock lives while a slice of the given budget
-// runs: the budget plus a margin for clock drift between the web node and
-// Redis, garbage-collection pauses and the round trip that releases it.
-// A crashed slice holds its job for this long.
+// runs: the budget plus a margin for the round trips that take and release
+// it, garbage-collection pauses and a job a little late to stop. A slice
+// that overruns it has its lock extended while it runs (and a warning
+// logged); a crashed one holds its job for this long.
 func LockTTL(budget time.Duration) time.Duration {
 	return budget + max(budget/2, 250*time.Millisecond)
 }

@@ -56,7 +56,8 @@ func ExampleRecruiter_Register() {
 }
 
 // Middleware draws before the handler and runs the slice after it: a
-// dismissed request pays a few nanoseconds and nothing else.
+// dismissed request pays a few nanoseconds and nothing else. (This is the
+// shape of package stealhttp, which also captures 204 and 304.)
 func ExampleRecruiter_Draw() {
 	var rec *recruiter.Recruiter // from recruiter.New
 	middleware := func(next http.Handler) http.Handler {
@@ -66,11 +67,17 @@ func ExampleRecruiter_Draw() {
 				next.ServeHTTP(w, r) // the hot path: untouched
 				return
 			}
-			r = r.WithContext(recruiter.WithFastExitMarker(r.Context()))
-			next.ServeHTTP(w, r)
-			if recruiter.FastExitMarked(r.Context()) {
-				draw.Run(r.Context())
+			ctx := recruiter.WithFastExitMarker(r.Context())
+			next.ServeHTTP(w, r.WithContext(ctx))
+			if !recruiter.FastExitMarked(ctx) {
+				return
 			}
+			if rec.Inline() {
+				http.NewResponseController(w).Flush() // the client first
+				draw.Run(ctx)
+				return
+			}
+			draw.RunAfter(ctx, ctx.Done()) // once the server is done with the response
 		})
 	}
 	_ = middleware

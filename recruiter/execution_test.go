@@ -3,6 +3,8 @@ package recruiter_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,11 +94,13 @@ func TestConcurrencyBound(t *testing.T) {
 }
 
 // TestRegisterWhileDrawing: registration swaps the job list under draws
-// from many goroutines without a data race (run with -race) or a torn view.
+// from many goroutines without a data race (run with -race) or a torn
+// view: every recruited draw names a registered job.
 func TestRegisterWhileDrawing(t *testing.T) {
 	t.Parallel()
-	rec := newRecruiter(t, offlineClient(t), recruiter.Config{RandFunc: fixedRoll(0.999)}, nil)
+	rec := newRecruiter(t, offlineClient(t), recruiter.Config{}, nil)
 	stop := make(chan struct{})
+	var recruited atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -107,14 +111,20 @@ func TestRegisterWhileDrawing(t *testing.T) {
 				default:
 				}
 				if d := rec.Draw(); d.Recruited() {
-					t.Error("a roll of 0.999 was recruited with rates summing to 0.1")
-					return
+					recruited.Add(1)
+					if !strings.HasPrefix(d.Job(), "job-") {
+						t.Errorf("drew %q, which was never registered", d.Job())
+						return
+					}
 				}
 			}
 		})
 	}
 	for i := range 100 {
-		mustRegister(t, rec, recruiter.Func(fmt.Sprintf("job-%d", i), noop), recruiter.JobConfig{Rate: 0.001})
+		mustRegister(t, rec, recruiter.Func(fmt.Sprintf("job-%d", i), noop), recruiter.JobConfig{Rate: 0.005})
+	}
+	for recruited.Load() < 100 { // draws after the last registration index the full list
+		runtime.Gosched()
 	}
 	close(stop)
 	wg.Wait()

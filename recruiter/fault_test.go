@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -213,10 +214,15 @@ func TestShutdownWaitsForSliceInFlight(t *testing.T) {
 	}
 	shutdownDone := make(chan error, 1)
 	go func() { shutdownDone <- b.rec.Shutdown(ctx) }()
+	// Shutdown has begun once registration is refused; a Shutdown that did
+	// not wait would return at once after that.
+	eventually(t, 5*time.Second, "shutting down", func() bool {
+		return errors.Is(b.rec.Register(recruiter.Func("late", noop), recruiter.JobConfig{Rate: 0.01}), recruiter.ErrClosed)
+	})
 	select {
 	case err := <-shutdownDone:
 		t.Fatalf("Shutdown returned %v while a slice was in flight", err)
-	default:
+	case <-time.After(50 * time.Millisecond):
 	}
 	close(release)
 	if err := <-shutdownDone; err != nil {
@@ -273,7 +279,8 @@ func TestIdleFallback(t *testing.T) {
 }
 
 // TestIdleFallbackContinuesABacklog: without traffic, a slice that reports
-// More is followed by the next one at once, not after another IdleFallback.
+// More is followed by the next one at the idle loop's next tick, not after
+// another IdleFallback.
 // The clock stands still after the first idle run, so only the backlog can
 // start the others.
 func TestIdleFallbackContinuesABacklog(t *testing.T) {
@@ -292,5 +299,89 @@ func TestIdleFallbackContinuesABacklog(t *testing.T) {
 	})
 	if js := jobStats(t, b.rec, "backlog"); js.Slices != 5 || js.Drawn != 0 || left.Load() != 0 {
 		t.Fatalf("stats %+v, want 5 idle slices, no draws", js)
+	}
+}
+
+// TestOverrunningSliceKeepsItsLock: a job that ignores its context past
+// its lock's TTL keeps the lock while it runs, so no other process starts
+// the job beside it.
+func TestOverrunningSliceKeepsItsLock(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const budget = 10 * time.Millisecond
+	overrun := 3 * recruiter.LockTTL(budget)
+	var running, overlaps, runs atomic.Int32
+	job := recruiter.Func("stubborn", func(context.Context) (recruiter.Report, error) {
+		if running.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		runs.Add(1)
+		time.Sleep(overrun) // ignores its context
+		running.Add(-1)
+		return recruiter.Report{}, nil
+	})
+	logs := &logBuffer{}
+	first := newRecruiter(t, srv.Client(t), recruiter.Config{Prefix: "stubborn"}, logs)
+	second := newRecruiter(t, srv.Client(t), recruiter.Config{Prefix: "stubborn"}, nil)
+	mustRegister(t, first, job, recruiter.JobConfig{Rate: 1, Budget: budget})
+	mustRegister(t, second, job, recruiter.JobConfig{Rate: 1, Budget: budget})
+	first.Enlist(context.Background())
+	eventually(t, 5*time.Second, "the first slice running", func() bool { return running.Load() == 1 })
+	began := time.Now()
+	for time.Since(began) < overrun {
+		second.Enlist(context.Background())
+		time.Sleep(time.Millisecond)
+	}
+	shutdown(t, first, second)
+	if overlaps.Load() != 0 || runs.Load() != 1 {
+		t.Fatalf("%d runs, %d overlapping: the second process ran the job while the first overran", runs.Load(), overlaps.Load())
+	}
+	if !strings.Contains(logs.String(), "its lock is extended") {
+		t.Fatalf("no warning about the overrun:\n%s", logs)
+	}
+	if js := jobStats(t, first, "stubborn"); js.Timeouts != 1 {
+		t.Fatalf("first: %+v, want one timeout", js)
+	}
+}
+
+// TestCooldownWithoutExpiry: a cooldown key an operator set without a TTL
+// (to pause a job) still bounds this process's Redis traffic.
+func TestCooldownWithoutExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, recruiter.Config{Inline: true, Prefix: "paused"})
+	var runs atomic.Int32
+	mustRegister(t, b.rec, recruiter.Func("paused", func(context.Context) (recruiter.Report, error) {
+		runs.Add(1)
+		return recruiter.Report{}, nil
+	}), recruiter.JobConfig{Rate: 1})
+	ctx := context.Background()
+	b.rdb.Set(ctx, "paused:lock:paused", "cooldown", 0)
+	before := b.srv.CommandCalls(t, "evalsha") + b.srv.CommandCalls(t, "eval")
+	for range 1000 {
+		b.rec.Enlist(ctx)
+	}
+	calls := b.srv.CommandCalls(t, "evalsha") + b.srv.CommandCalls(t, "eval") - before
+	if runs.Load() != 0 || calls > 4 {
+		t.Fatalf("a paused job: %d runs and %d script calls for 1000 enlistments, want 0 runs and at most 4 calls", runs.Load(), calls)
+	}
+	if js := jobStats(t, b.rec, "paused"); js.SkippedCooldown != 1 {
+		t.Fatalf("stats %+v, want one skipped_cooldown", js)
+	}
+}
+
+// TestJobsOwnDeadlineIsNotATimeout: a job whose own shorter deadline
+// expires inside its budget has failed, not timed out.
+func TestJobsOwnDeadlineIsNotATimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, recruiter.Config{Inline: true})
+	mustRegister(t, b.rec, recruiter.Func("impatient", func(ctx context.Context) (recruiter.Report, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+		defer cancel()
+		<-ctx.Done()
+		return recruiter.Report{}, ctx.Err()
+	}), recruiter.JobConfig{Rate: 1, Budget: time.Second})
+	b.rec.Enlist(context.Background())
+	if js := jobStats(t, b.rec, "impatient"); js.Errors != 1 || js.Timeouts != 0 {
+		t.Fatalf("stats %+v, want an error, not a timeout", js)
 	}
 }

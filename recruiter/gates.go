@@ -17,16 +17,18 @@ type entry struct {
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
 	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
 	backlog     atomic.Bool  // the last slice here reported More: the idle fallback continues it
+	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
 	stats       jobStats
 }
 
-func newEntry(job Job, cfg JobConfig, prefix string, now time.Time) *entry {
+// newEntry takes the name validated at registration: Name is called once.
+func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time) *entry {
 	e := &entry{
 		job:     job,
-		name:    job.Name(),
+		name:    name,
 		cfg:     cfg,
-		key:     prefix + ":lock:" + job.Name(),
+		key:     prefix + ":lock:" + name,
 		lockTTL: LockTTL(cfg.Budget),
 	}
 	e.lastAttempt.Store(now.UnixNano())

@@ -61,7 +61,11 @@ func TestMutualExclusion(t *testing.T) {
 				rdb.Incr(ctx, overlaps)
 			}
 			rdb.Incr(ctx, runs)
-			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+			if rand.IntN(4) == 0 {
+				<-ctx.Done() // use the whole budget: the lock must outlive it
+			} else {
+				time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+			}
 			// Decrement even if ctx ended: the record must stay true.
 			rdb.Decr(context.WithoutCancel(ctx), running)
 			return recruiter.Report{Items: 1, More: rand.IntN(2) == 0}, nil
@@ -240,6 +244,13 @@ func TestLockOnCluster(t *testing.T) {
 	for i := range runs {
 		if n := runs[i].Load(); n != 1 {
 			t.Errorf("job%d ran %d times across the cluster within its Every, want 1", i, n)
+		}
+	}
+	for _, rec := range recs {
+		for _, js := range rec.Stats().Jobs {
+			if js.Errors != 0 || js.Ran+js.SkippedCooldown == 0 {
+				t.Errorf("%s: %+v; want no errors, and each recruiter to run it or meet its cooldown", js.Name, js)
+			}
 		}
 	}
 	rdb := cluster.Client(t)

@@ -2,7 +2,6 @@ package recruiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -111,7 +110,7 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	if total+cfg.Rate > 1+1e-9 {
 		return fmt.Errorf("%w %q: Rate %v brings the sum of rates to %v, above 1", ErrInvalidJob, name, cfg.Rate, total+cfg.Rate)
 	}
-	e := newEntry(job, cfg, r.cfg.Prefix, r.now())
+	e := newEntry(job, name, cfg, r.cfg.Prefix, r.now())
 	next := &roster{
 		entries:    append(old.entries[:len(old.entries):len(old.entries)], e),
 		cumulative: append(old.cumulative[:len(old.cumulative):len(old.cumulative)], math.Min(total+cfg.Rate, 1)),
@@ -164,14 +163,17 @@ func (r *Recruiter) Draw() Draw {
 // Run hands the drawn slice to the recruiter, after a fast exit: the second
 // step of the two-step form. In background mode it returns at once; in
 // inline mode it returns when the slice has ended. A dismissed Draw does
-// nothing. Errors and panics of the slice never reach the caller.
+// nothing. Run a Draw at most once (a second run is gated: the job is
+// already running here). Errors and panics of the slice never reach the
+// caller.
 func (d Draw) Run(ctx context.Context) { d.RunAfter(ctx, nil) }
 
 // RunAfter is [Draw.Run] whose background slice begins only once done is
 // closed. Middleware passes the request context's Done channel, which the
 // server closes when the handler has returned, so that the response is
 // complete before stolen work competes with it. The slice's slot is held
-// meanwhile. A nil done, or inline mode, starts at once.
+// meanwhile, for at most a few seconds, or until Shutdown. A nil done, or
+// inline mode, starts at once.
 func (d Draw) RunAfter(ctx context.Context, done <-chan struct{}) {
 	if d.e != nil {
 		d.r.start(ctx, d.e, done)
@@ -192,7 +194,7 @@ func (r *Recruiter) Enlist(ctx context.Context) {
 // open reports whether e could run now, from this process's own state.
 // It reads the clock only when a cool-off or the breaker needs it.
 func (r *Recruiter) open(e *entry) bool {
-	if r.closed.Load() || r.inFlight.Load() >= int32(r.cfg.MaxConcurrent) {
+	if r.closed.Load() || e.running.Load() || r.inFlight.Load() >= int32(r.cfg.MaxConcurrent) {
 		return false
 	}
 	if e.coolUntil.Load() == 0 && !r.breaker.isOpen() {
@@ -202,36 +204,62 @@ func (r *Recruiter) open(e *entry) bool {
 	return !e.coolingOff(now) && r.breaker.allows(now)
 }
 
-// start passes the gates again (state may have changed since the draw),
-// takes a slice slot and runs the slice in the configured mode; in the
-// background, once after is closed.
+// afterWaitMax bounds how long a background slice waits for its request
+// to end: a context that is never cancelled must not hold a slot forever.
+const afterWaitMax = 5 * time.Second
+
+// start takes a slot and the job (one slice of a job per process at a
+// time), then, once after is closed (background mode), passes the gates
+// again, as state may have changed since the draw, and runs the slice.
 func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}) {
-	now := r.now()
-	e.lastAttempt.Store(now.UnixNano())
+	e.lastAttempt.Store(r.now().UnixNano())
 	if !r.takeSlot() {
 		e.stats.gatedLater.Add(1)
 		return
 	}
-	if e.coolingOff(now) || !r.breaker.admit(now) {
+	if !e.running.CompareAndSwap(false, true) {
 		r.releaseSlot()
 		e.stats.gatedLater.Add(1)
 		return
 	}
-	if r.cfg.Inline {
-		r.runSlice(ctx, e)
-		return
-	}
-	go func() {
-		if after != nil {
-			<-after
-			if r.closed.Load() { // Shutdown began meanwhile: start nothing new
-				e.stats.gatedLater.Add(1)
-				r.releaseSlot()
-				return
-			}
+	run := func() {
+		if !r.waitFor(after) || !r.admit(e) {
+			e.running.Store(false)
+			r.releaseSlot()
+			e.stats.gatedLater.Add(1)
+			return
 		}
 		r.runSlice(ctx, e)
-	}()
+		e.running.Store(false)
+		r.releaseSlot()
+	}
+	if r.cfg.Inline {
+		run()
+		return
+	}
+	go run()
+}
+
+// waitFor waits for after to close (nil: at once), for at most
+// afterWaitMax; false if Shutdown began meanwhile.
+func (r *Recruiter) waitFor(after <-chan struct{}) bool {
+	if after != nil {
+		timeout := time.NewTimer(afterWaitMax)
+		defer timeout.Stop()
+		select {
+		case <-after:
+		case <-timeout.C:
+		case <-r.stop:
+		}
+	}
+	return !r.closed.Load()
+}
+
+// admit is the last gate before Redis: the cool-off, then the breaker,
+// whose probe it may claim, so nothing may stand between it and the slice.
+func (r *Recruiter) admit(e *entry) bool {
+	now := r.now()
+	return !e.coolingOff(now) && r.breaker.admit(now)
 }
 
 // takeSlot reserves one of MaxConcurrent slice slots and registers the
@@ -285,7 +313,3 @@ func (r *Recruiter) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("recruiter: shutdown: %w", ctx.Err())
 	}
 }
-
-// errIsBenign reports errors not worth an error log: the slice's own
-// cancellation.
-func errIsBenign(err error) bool { return errors.Is(err, context.Canceled) }

@@ -15,12 +15,31 @@ import (
 
 func noop(context.Context) (recruiter.Report, error) { return recruiter.Report{}, nil }
 
-// offlineClient points at a port nothing listens on: the tests using it
-// prove that the code under test never talks to Redis.
+// offlineClient fails the test on any command: the tests using it prove
+// that the code under test never talks to Redis.
 func offlineClient(t *testing.T) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	rdb.AddHook(forbidden{t})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
+}
+
+type forbidden struct{ t *testing.T }
+
+func (f forbidden) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f forbidden) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		f.t.Errorf("a Redis command was sent: %v", cmd.Args())
+		return next(ctx, cmd)
+	}
+}
+
+func (f forbidden) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		f.t.Errorf("a Redis pipeline was sent: %d commands", len(cmds))
+		return next(ctx, cmds)
+	}
 }
 
 func TestNewRejectsInvalidConfig(t *testing.T) {
@@ -36,6 +55,11 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"negative idle fallback", recruiter.Config{IdleFallback: -time.Second}, "IdleFallback"},
 		{"negative max concurrent", recruiter.Config{MaxConcurrent: -1}, "MaxConcurrent"},
 		{"negative redis timeout", recruiter.Config{RedisTimeout: -1}, "RedisTimeout"},
+		{"absurd redis timeout", recruiter.Config{RedisTimeout: time.Hour}, "RedisTimeout"},
+		{"absurd max concurrent", recruiter.Config{MaxConcurrent: 1 << 32}, "MaxConcurrent"},
+		{"absurd breaker threshold", recruiter.Config{BreakerThreshold: 1 << 31}, "BreakerThreshold"},
+		{"absurd breaker cooldown", recruiter.Config{BreakerCooldown: 48 * time.Hour}, "BreakerCooldown"},
+		{"idle fallback of a nanosecond", recruiter.Config{IdleFallback: 1}, "IdleFallback"},
 		{"prefix with a space", recruiter.Config{Prefix: "my app"}, "Prefix"},
 		{"prefix with a brace", recruiter.Config{Prefix: "{app}"}, "Prefix"},
 	}
@@ -78,6 +102,7 @@ func TestRegisterRejectsInvalidJobs(t *testing.T) {
 		{"infinite rate", recruiter.Func("j", noop), recruiter.JobConfig{Rate: math.Inf(1)}, recruiter.ErrInvalidJob, "Rate"},
 		{"rates sum past one", recruiter.Func("j", noop), recruiter.JobConfig{Rate: 0.6}, recruiter.ErrInvalidJob, "sum of rates"},
 		{"negative budget", recruiter.Func("j", noop), recruiter.JobConfig{Rate: 0.1, Budget: -time.Millisecond}, recruiter.ErrInvalidJob, "Budget"},
+		{"budget of a nanosecond", recruiter.Func("j", noop), recruiter.JobConfig{Rate: 0.1, Budget: 1}, recruiter.ErrInvalidJob, "Budget"},
 		{"absurd budget", recruiter.Func("j", noop), recruiter.JobConfig{Rate: 0.1, Budget: time.Hour}, recruiter.ErrInvalidJob, "Budget"},
 		{"negative every", recruiter.Func("j", noop), recruiter.JobConfig{Rate: 0.1, Every: -time.Second}, recruiter.ErrInvalidJob, "Every"},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -15,6 +16,8 @@ import (
 	"github.com/worksteal/worksteal/telemetry"
 )
 
+// The probe is read-only, but Run rather than RunRO: EVALSHA_RO needs
+// Redis 7, and the recruiter works with 6.2 too.
 var (
 	//go:embed probe.lua
 	probeSource string
@@ -32,7 +35,6 @@ const cooldownValue = "cooldown"
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
 func (r *Recruiter) runSlice(enlisting context.Context, e *entry) {
-	defer r.releaseSlot()
 	ctx, span := r.tel.Start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
 	res := r.recruit(ctx, e)
 	r.tel.End(ctx, span, e.name, res)
@@ -53,10 +55,57 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
 		return telemetry.Result{Outcome: telemetry.OutcomeError, Err: err}
 	}
 	r.breaker.succeed()
+	stopGuard := r.guardLock(ctx, e, lock)
 	res := r.runJob(ctx, e)
+	stopGuard()
 	e.backlog.Store(res.Outcome == telemetry.OutcomeRan && res.More)
 	r.finish(ctx, e, lock, res)
 	return res
+}
+
+// lockGuardMax bounds how long a lock is kept alive for a slice that
+// ignores its context: past it, the job is taken to hang, and mutual
+// exclusion gives way to the job's other processes.
+func lockGuardMax(e *entry) time.Duration { return 10 * e.lockTTL }
+
+// guardLock keeps the lock of a slice that runs past its budget and margin
+// alive, so that no other process starts the job beside it, and says so in
+// the log. It returns the function that stops it.
+func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Lock) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		timer   *time.Timer
+	)
+	giveUp := time.Now().Add(lockGuardMax(e))
+	extend := func() {
+		if time.Now().After(giveUp) {
+			r.cfg.Logger.ErrorContext(ctx, "worksteal: slice still running long past its budget; its lock is left to expire",
+				slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget), slog.Duration("ran", lockGuardMax(e)))
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+		err := lock.Refresh(rctx, e.lockTTL, nil)
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		r.cfg.Logger.WarnContext(ctx, "worksteal: slice overran its budget; its lock is extended while it runs",
+			slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget), slog.Any("error", err))
+		timer.Reset(e.lockTTL / 2)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Half the margin past the budget: a prompt job has released by then.
+	timer = time.AfterFunc(e.cfg.Budget+(e.lockTTL-e.cfg.Budget)/2, extend)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		timer.Stop()
+	}
 }
 
 // skip learns why the lock was held and until when, and cools off locally
@@ -66,27 +115,36 @@ func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 	defer cancel()
 	now := r.now()
 	reply, err := probeScript.Run(pctx, r.rdb, []string{e.key}, cooldownValue).Int64Slice()
-	if err != nil || len(reply) != 2 {
+	if err == nil && len(reply) != 2 {
+		err = fmt.Errorf("unexpected reply %v", reply)
+	}
+	if err != nil {
 		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.key, err))
 		e.coolOff(now.Add(e.lockTTL))
 		return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
 	}
 	r.breaker.succeed()
 	state, pttl := reply[0], time.Duration(reply[1])*time.Millisecond
-	if state == 2 {
-		e.coolOff(now.Add(pttl))
-		return telemetry.Result{Outcome: telemetry.OutcomeSkippedCooldown}
-	}
-	// A running slice ends at its budget, a margin before its lock expires;
-	// past that it overruns, and the lock's own expiry is the bound.
-	wait := pttl - (e.lockTTL - e.cfg.Budget)
-	if wait <= 0 {
+	var wait time.Duration
+	switch {
+	case pttl < 0:
+		// A key without expiry (an operator pausing the job, say): not
+		// ours to judge; ask again after the longer of a lock's life and Every.
+		wait = max(e.lockTTL, e.cfg.Every)
+	case state == 2:
 		wait = pttl
-	}
-	if pttl < 0 { // a key without expiry: not ours to judge; retry after a lock's life
-		wait = e.lockTTL
+	default:
+		// A running slice ends at its budget, a margin before its lock
+		// expires; past that it overruns, and the lock's expiry is the bound.
+		wait = pttl - (e.lockTTL - e.cfg.Budget)
+		if wait <= 0 {
+			wait = pttl
+		}
 	}
 	e.coolOff(now.Add(wait))
+	if state == 2 {
+		return telemetry.Result{Outcome: telemetry.OutcomeSkippedCooldown}
+	}
 	return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
 }
 
@@ -120,6 +178,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 	began := time.Now()
 	report, err := callJob(sctx, e.job)
 	res := telemetry.Result{Ran: true, Items: report.Items, More: report.More, Duration: time.Since(began), Err: err}
+	budgetSpent := sctx.Err() != nil // a job's own shorter deadline is not its budget's
 
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("elapsed", res.Duration))
 	var pe *panicError
@@ -127,7 +186,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 	case errors.As(err, &pe):
 		res.Outcome = telemetry.OutcomePanic
 		log.ErrorContext(ctx, "worksteal: slice panicked", slog.Any("panic", pe.value), slog.String("stack", string(pe.stack)))
-	case errors.Is(err, context.DeadlineExceeded) || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
+	case budgetSpent && errors.Is(err, context.DeadlineExceeded) || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
 		res.Outcome = telemetry.OutcomeTimeout
 		if err == nil {
 			res.Err = fmt.Errorf("recruiter: job %s overran its budget of %v", e.name, e.cfg.Budget)
@@ -135,9 +194,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 		log.WarnContext(ctx, "worksteal: slice timed out", slog.Duration("budget", e.cfg.Budget), slog.Any("error", res.Err))
 	case err != nil:
 		res.Outcome = telemetry.OutcomeError
-		if !errIsBenign(err) {
-			log.ErrorContext(ctx, "worksteal: slice failed", slog.Any("error", err))
-		}
+		log.ErrorContext(ctx, "worksteal: slice failed", slog.Any("error", err))
 	default:
 		res.Outcome = telemetry.OutcomeRan
 	}

@@ -18,10 +18,12 @@ type Stats struct {
 
 // JobStats counts one job's draws and their outcomes in this process.
 // Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
-// Errors, Timeouts or Panics. SkippedGate counts drawn jobs that never
-// reached Redis (cooling off locally, breaker open, no free slot, shut
-// down); Drawn minus all of these is the drawn requests that were not fast
-// exits.
+// Errors, Timeouts or Panics. Drawn counts the rolls that picked the job;
+// SkippedGate those of them (and of the idle fallback's attempts) that
+// never reached Redis: cooling off locally, a slice of the job already
+// running here, breaker open, no free slot, shut down. Drawn requests that
+// were not fast exits, or that a middleware filter excluded, have no
+// outcome; idle-fallback slices have an outcome but no draw.
 type JobStats struct {
 	Name   string
 	Rate   float64

@@ -30,8 +30,11 @@
 // goroutine: the response, its headers, body and the timing of its last
 // byte are the handler's alone. In inline mode ([recruiter.Config.Inline],
 // for platforms that throttle CPU once the response is sent), the
-// middleware flushes the response and runs the slice before returning: a
-// client reading a response with a Content-Length has every byte at once;
-// without one, the response is chunked and its final chunk, which ends it,
-// follows the slice (at most the job's budget later).
+// middleware flushes the response and runs the slice before returning. On
+// HTTP/1.1, a client reading a response whose handler set a Content-Length
+// has every byte at once; without one, the flush makes the response
+// chunked and its final chunk, which ends it, follows the slice. On HTTP/2
+// a stream ends when the handler returns, so every response's end follows
+// the slice. "Follows" means at most the job's budget plus two of the
+// recruiter's Redis calls (each bounded by RedisTimeout) later.
 package stealhttp

@@ -11,8 +11,12 @@ import (
 )
 
 // Middleware returns net/http middleware that lends fast-exit requests to
-// rec. Nil options are ignored.
+// rec. Nil options are ignored. A nil rec is a programming error: it
+// panics here, at set-up, rather than on every request.
 func Middleware(rec *recruiter.Recruiter, opts ...Option) func(http.Handler) http.Handler {
+	if rec == nil {
+		panic("stealhttp: Middleware needs a *recruiter.Recruiter, got nil")
+	}
 	o := options{classifier: DefaultClassifier}
 	for _, opt := range opts {
 		if opt != nil {

@@ -411,3 +411,22 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("the classifier saw %+v", e)
 	}
 }
+
+func TestDismissedRequestAllocatesNothing(t *testing.T) {
+	rig := stealtest.New(t, false)
+	h := stealhttp.Middleware(rig.Rec)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	w, r := httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil)
+	if allocs := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) }); allocs != 0 {
+		t.Fatalf("a dismissed request allocates %v times in the middleware, want 0", allocs)
+	}
+}
+
+func TestNilRecruiterPanicsAtSetUp(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "stealhttp") {
+			t.Fatalf("Middleware(nil) recovered %v, want a stealhttp panic", v)
+		}
+	}()
+	stealhttp.Middleware(nil)
+}
