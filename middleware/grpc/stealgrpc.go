@@ -1,0 +1,124 @@
+package stealgrpc
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// UnaryServerInterceptor returns a unary server interceptor that lends
+// fast-exit RPCs to rec. Nil options are ignored; a nil rec panics here,
+// at set-up, rather than on every RPC.
+func UnaryServerInterceptor(rec *recruiter.Recruiter, opts ...Option) grpc.UnaryServerInterceptor {
+	mustHave(rec)
+	o := evaluateOptions(opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		draw := rec.Draw()
+		if !draw.Recruited() || o.filter != nil && !o.filter(ctx, info.FullMethod) {
+			return handler(ctx, req)
+		}
+		return serveUnaryDrawn(ctx, rec, draw, o.classifier, req, info, handler)
+	}
+}
+
+// StreamServerInterceptor returns a stream server interceptor that lends
+// fast-exit RPCs to rec. Nil options are ignored; a nil rec panics here.
+func StreamServerInterceptor(rec *recruiter.Recruiter, opts ...Option) grpc.StreamServerInterceptor {
+	mustHave(rec)
+	o := evaluateOptions(opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		draw := rec.Draw()
+		if !draw.Recruited() || o.filter != nil && !o.filter(ss.Context(), info.FullMethod) {
+			return handler(srv, ss)
+		}
+		return serveStreamDrawn(rec, draw, o.classifier, srv, ss, info, handler)
+	}
+}
+
+// serveUnaryDrawn observes a drawn unary RPC and hands its slice on after a
+// fast exit. It is apart from the hot path so that the closure stays small.
+func serveUnaryDrawn(ctx context.Context, rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifier,
+	req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	began := time.Now()
+	ctx = recruiter.WithFastExitMarker(ctx)
+	resp, err := handler(ctx, req)
+	exit := Exit{
+		FullMethod: info.FullMethod,
+		Request:    req,
+		Code:       codeOf(err),
+		Err:        err,
+		Marked:     recruiter.FastExitMarked(ctx),
+		Elapsed:    time.Since(began),
+	}
+	if err == nil {
+		exit.Response = resp // gRPC sends no response with an error
+	}
+	if classify(exit) {
+		handOver(ctx, rec, draw)
+	}
+	return resp, err
+}
+
+// markedStream is a drawn stream: the handler's stream with the fast-exit
+// marker in its context.
+type markedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *markedStream) Context() context.Context { return s.ctx }
+
+func serveStreamDrawn(rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifier,
+	srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	began := time.Now()
+	ctx := recruiter.WithFastExitMarker(ss.Context())
+	err := handler(srv, &markedStream{ServerStream: ss, ctx: ctx})
+	exit := Exit{
+		FullMethod: info.FullMethod,
+		Code:       codeOf(err),
+		Err:        err,
+		Marked:     recruiter.FastExitMarked(ctx),
+		Elapsed:    time.Since(began),
+		Stream:     true,
+	}
+	if classify(exit) {
+		handOver(ctx, rec, draw)
+	}
+	return err
+}
+
+// handOver gives the slice to the recruiter. In the background it waits
+// for the RPC's context to end: gRPC cancels it when it hands the RPC's
+// status to the transport, after the response and after every interceptor
+// has returned. Inline, it runs now: an interceptor cannot have a unary
+// response, or a stream's status, sent before it returns.
+func handOver(ctx context.Context, rec *recruiter.Recruiter, draw recruiter.Draw) {
+	if rec.Inline() {
+		draw.Run(ctx)
+		return
+	}
+	draw.RunAfter(ctx, ctx.Done())
+}
+
+// codeOf is the code gRPC sends for a handler's error: a status error's
+// own, a context error's (Canceled, DeadlineExceeded), else Unknown.
+func codeOf(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	return status.FromContextError(err).Code()
+}
+
+func mustHave(rec *recruiter.Recruiter) {
+	if rec == nil {
+		panic("stealgrpc: an interceptor needs a *recruiter.Recruiter, got nil")
+	}
+}
