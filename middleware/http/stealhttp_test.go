@@ -158,13 +158,22 @@ func TestSliceLinksToTheRequestSpan(t *testing.T) {
 func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
-	var handlerDone atomic.Bool
+	// An outer handler lingers after the middleware returns: a slice that
+	// started at once, not when the server is done, would see it unfinished.
+	var handlerDone, doneAtStart atomic.Bool
 	mw := stealhttp.Middleware(rig.Rec)(routes())
 	srv := serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		handlerDone.Store(false)
 		mw.ServeHTTP(w, r)
+		time.Sleep(20 * time.Millisecond)
 		handlerDone.Store(true)
 	})))
+	observed := func(job func(context.Context) (recruiter.Report, error)) func(context.Context) (recruiter.Report, error) {
+		return func(ctx context.Context) (recruiter.Report, error) {
+			doneAtStart.Store(handlerDone.Load())
+			return job(ctx)
+		}
+	}
 	without := serve(t, routes())
 	want := get(t, without.URL+"/hit", nil)
 	rig.Draw()
@@ -177,16 +186,16 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 		"fails":  func(context.Context) (recruiter.Report, error) { return recruiter.Report{}, errors.New("no") },
 	}
 	for name, job := range jobs {
-		rig.SetJob(job)
+		rig.SetJob(observed(job))
 		rig.ForgetCoolOffs() // each of these jobs rests after its slice
 		if got := get(t, srv.URL+"/hit", nil); got != want {
 			t.Errorf("with a job that %s the response is\n%s\nwant\n%s", name, got, want)
 		}
 		rig.NextRun(t)
-		if !handlerDone.Load() {
+		rig.Settle(t)
+		if !doneAtStart.Load() {
 			t.Errorf("a slice (job that %s) started before the server was done with the handler", name)
 		}
-		rig.Settle(t)
 	}
 	js := rig.Rec.Stats().Jobs[0]
 	if js.Timeouts != 1 || js.Panics != 1 || js.Errors != 1 {
@@ -200,9 +209,12 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 func TestInlineFlushesBeforeTheSlice(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, true)
-	release := make(chan struct{})
+	release, abandon := make(chan struct{}), make(chan struct{})
 	rig.SetJob(func(context.Context) (recruiter.Report, error) {
-		<-release
+		select {
+		case <-release:
+		case <-abandon: // a failed test must not leave the server waiting on a slice
+		}
 		return recruiter.Report{}, nil
 	})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -213,9 +225,11 @@ func TestInlineFlushesBeforeTheSlice(t *testing.T) {
 		io.WriteString(w, "hello")
 	})
 	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(h)))
+	t.Cleanup(func() { close(abandon) }) // runs before the server's Close
+	client := &http.Client{Timeout: 10 * time.Second}
 	rig.Draw()
 
-	resp, err := http.Get(srv.URL + "/sized")
+	resp, err := client.Get(srv.URL + "/sized")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +243,7 @@ func TestInlineFlushesBeforeTheSlice(t *testing.T) {
 	rig.Settle(t)
 	rig.ForgetCoolOffs()
 
-	resp, err = http.Get(srv.URL + "/chunked")
+	resp, err = client.Get(srv.URL + "/chunked")
 	if err != nil {
 		t.Fatal(err)
 	}

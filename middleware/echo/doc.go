@@ -1,0 +1,55 @@
+// Package stealecho is worksteal's echo v4 middleware: requests that
+// exited fast lend the server to the recruiter for one slice of stolen work.
+//
+//	rec, err := recruiter.New(rdb, recruiter.Config{})
+//	err = rec.Register(recruiter.Func("trim-audit-log", trim), recruiter.JobConfig{Rate: 0.01})
+//	e := echo.New()
+//	e.Use(stealecho.Middleware(rec))
+//	e.GET("/items/:id", item) // calls recruiter.MarkFastExit on a cache hit
+//
+// [MiddlewareWithConfig] takes a [Config] with echo's Skipper and a
+// [Classifier]; [Config.ToMiddleware] returns an error where
+// MiddlewareWithConfig panics, as echo's own middleware do.
+//
+// # The hot path
+//
+// Before the rest of the chain, the middleware draws once
+// ([recruiter.Recruiter.Draw]). A dismissed request, the vast majority,
+// goes on untouched: the same echo.Context, request and context; no
+// allocation, no Redis call, no span, and the Skipper is not consulted.
+// (Echo itself allocates each middleware's handler on every request, as it
+// applies its middleware per request; that is the price of any e.Use.)
+//
+// # A drawn request
+//
+// Only a drawn request is observed: its request gets a context with the
+// fast-exit marker (a handler calls [recruiter.MarkFastExit] after a cache
+// hit or an empty result). When the chain returns, the middleware reads
+// the status from c.Response() or, for a returned error that echo has not
+// written yet, from the error as echo's DefaultHTTPErrorHandler will (an
+// *echo.HTTPError's code, 500 for any other error), and the [Classifier]
+// decides whether it was a fast exit ([DefaultClassifier]: marked, or 204
+// or 304, and not failed). Nothing a client sends can make it one. The
+// error is returned unchanged; echo's Response.After hook, which fires on
+// every write, is not used.
+//
+// # When the slice runs
+//
+// In background mode, the default, the slice starts once the request's
+// context is done, which net/http does when echo's ServeHTTP has returned:
+// the response, written by the handler or by echo's HTTPErrorHandler, is
+// complete first. So register the middleware outside any middleware that
+// gives the request a context it cancels itself (echo's ContextTimeout),
+// and inside tracing middleware (otelecho), whose request span the
+// recruitment span then links to.
+//
+// In inline mode ([recruiter.Config.Inline], for platforms that throttle
+// CPU once the response is sent), the middleware flushes a committed
+// response and runs the slice before returning: a client reading a
+// response with a Content-Length has every byte at once; without one, the
+// response is chunked and its final chunk, which ends it, follows the slice
+// (at most the job's budget later). A fast exit returned as an error (say
+// echo.NewHTTPError(http.StatusNotModified)) is written by echo's
+// HTTPErrorHandler after the middleware returns, so in inline mode it
+// reaches the client after the slice.
+package stealecho

@@ -1,0 +1,122 @@
+package stealecho
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// Middleware returns echo middleware that lends fast-exit requests to rec:
+// MiddlewareWithConfig(Config{Recruiter: rec}). It panics if rec is nil.
+func Middleware(rec *recruiter.Recruiter) echo.MiddlewareFunc {
+	return MiddlewareWithConfig(Config{Recruiter: rec})
+}
+
+// MiddlewareWithConfig returns the middleware configured by cfg. As echo's
+// own XxxWithConfig functions do, it panics if cfg is invalid; use
+// [Config.ToMiddleware] for an error instead.
+func MiddlewareWithConfig(cfg Config) echo.MiddlewareFunc {
+	mw, err := cfg.ToMiddleware()
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
+// ToMiddleware returns the middleware configured by cfg, or an error if
+// cfg has no Recruiter.
+func (cfg Config) ToMiddleware() (echo.MiddlewareFunc, error) {
+	if cfg.Recruiter == nil {
+		return nil, errors.New("stealecho: Config.Recruiter is nil")
+	}
+	s := &stealer{
+		rec:      cfg.Recruiter,
+		classify: cfg.Classifier,
+		skip:     cfg.Skipper,
+	}
+	if s.classify == nil {
+		s.classify = DefaultClassifier
+	}
+	if s.skip == nil {
+		s.skip = middleware.DefaultSkipper
+	}
+	// Echo applies middleware on every request, so the inner closure is
+	// allocated per request (as any echo middleware's is); it captures
+	// only next and s.
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			draw := s.rec.Draw()
+			if !draw.Recruited() || s.skip(c) {
+				return next(c)
+			}
+			return s.serveDrawn(c, draw, next)
+		}
+	}, nil
+}
+
+type stealer struct {
+	rec      *recruiter.Recruiter
+	classify Classifier
+	skip     middleware.Skipper
+}
+
+// serveDrawn observes a drawn request and hands its slice on after a fast
+// exit. It is apart from the hot path so that the closure stays small.
+func (s *stealer) serveDrawn(c echo.Context, draw recruiter.Draw, next echo.HandlerFunc) error {
+	began := time.Now()
+	// The marker context is a value-only child of the request's: same
+	// deadline, Done channel and values, so leaving it on the request after
+	// the chain (for the error handler and outer middleware) changes nothing.
+	ctx := recruiter.WithFastExitMarker(c.Request().Context())
+	c.SetRequest(c.Request().WithContext(ctx))
+	err := next(c)
+
+	exit := Exit{
+		Context: c,
+		Status:  status(c.Response(), err),
+		Err:     err,
+		Marked:  recruiter.FastExitMarked(ctx),
+		Elapsed: time.Since(began),
+	}
+	if !s.classify(exit) {
+		return err
+	}
+	if s.rec.Inline() {
+		// An error's response is written by echo's HTTPErrorHandler after
+		// the chain, so there is nothing to flush yet: flushing would commit
+		// an empty 200 in its place. The flush goes to the writer under
+		// echo's Response, whose own Flush panics where flushing is not
+		// supported.
+		if resp := c.Response(); err == nil && resp.Committed {
+			_ = http.NewResponseController(resp.Writer).Flush()
+		}
+		draw.Run(ctx)
+		return err
+	}
+	draw.RunAfter(ctx, ctx.Done())
+	return err
+}
+
+// status is the status the client gets for a response that the chain left
+// with err: the one written if the response is committed; otherwise the one
+// echo's DefaultHTTPErrorHandler will write, which takes an *echo.HTTPError
+// (or the *echo.HTTPError it wraps as Internal) by type assertion, not
+// errors.As, and answers 500 to anything else.
+func status(resp *echo.Response, err error) int {
+	if err == nil || resp.Committed {
+		return resp.Status
+	}
+	he, ok := err.(*echo.HTTPError)
+	if !ok {
+		return http.StatusInternalServerError
+	}
+	if inner, ok := he.Internal.(*echo.HTTPError); ok {
+		he = inner
+	}
+	return he.Code
+}
