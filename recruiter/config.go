@@ -135,7 +135,9 @@ type JobConfig struct {
 	// Every, when positive, makes the job run at most once per Every across
 	// all processes: after a slice that reports no More, the job's lock
 	// stays in Redis as a cooldown until Every has passed since the slice
-	// began. Default 0: the lock is released after each slice.
+	// began. Default 0: the lock is released after each slice. (If Redis
+	// fails just as the cooldown is set, the key keeps only the lock's
+	// TTL, and the job may run again sooner, once.)
 	Every time.Duration
 	// Rate is the share of enlistments that draw this job, in (0, 1]. The
 	// rates of all jobs of a recruiter sum to at most 1; the rest of each

@@ -228,7 +228,7 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, 
 	}
 	switch {
 	case errors.Is(err, redislock.ErrLockNotHeld):
-		r.cfg.Logger.WarnContext(ctx, "worksteal: the job's lock expired before its slice ended; another process may have run it meanwhile",
+		r.cfg.Logger.WarnContext(ctx, "worksteal: the job's lock was no longer this slice's at its end: it expired (another process may have run the job meanwhile), or a retried release had already removed it",
 			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.Duration("lock_ttl", e.lockTTL))
 	case err != nil:
 		r.redisFailed(ctx, e, fmt.Errorf("recruiter: release lock %s: %w", e.key, err))
