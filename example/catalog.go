@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -38,7 +39,9 @@ func (a *app) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /items/{id}", a.getItem)
 	mux.HandleFunc("GET /debug/worksteal", a.debugWorksteal)
-	return mux
+	return stealhttp.Middleware(a.rec, stealhttp.WithFilter(func(r *http.Request) bool {
+		return r.URL.Path != "/debug/worksteal" // the status page lends nothing
+	}))(mux)
 }
 
 func itemKey(id int) string { return "example:item:" + strconv.Itoa(id) }
@@ -59,10 +62,10 @@ func (a *app) getItem(w http.ResponseWriter, r *http.Request) {
 	if body, err := cached.Bytes(); err == nil {
 		a.hits.Add(1)
 		w.Header().Set("X-Cache", "HIT")
+		// A cache hit is a fast exit: if stealhttp drew this request, it
+		// lends a slice of its time once the response is done.
+		recruiter.MarkFastExit(ctx)
 		w.Write(body)
-		// A cache hit is a fast exit: offer a slice of this request's time.
-		// The stealhttp middleware will replace this line.
-		a.rec.Enlist(ctx)
 		return
 	}
 	// A miss, or Redis failing: serve from the source either way.
