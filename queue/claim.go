@@ -1,0 +1,132 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed claim.lua
+	claimSource string
+	claimScript = redis.NewScript(claimSource)
+
+	//go:embed extend.lua
+	extendSource string
+	extendScript = redis.NewScript(extendSource)
+
+	//go:embed release.lua
+	releaseSource string
+	releaseScript = redis.NewScript(releaseSource)
+)
+
+// Item is a claimed item. Its Token names this one claim: Ack, Nack,
+// Extend and Release act only while the token is still the item's current
+// one, so a worker whose lease expired and was re-claimed changes nothing.
+type Item struct {
+	ID      string
+	Payload []byte
+	// Attempt counts the claims of this item so far, 1 on the first;
+	// claims handed back with Release do not count.
+	Attempt int
+	// Deadline is when the lease ends, by Redis's clock.
+	Deadline time.Time
+	// Token identifies the claim; it is unique within the queue.
+	Token string
+}
+
+func checkCount(what string, n int) error {
+	if n < 1 || n > BatchMax {
+		return fmt.Errorf("%w: %s %d is not in [1, %d]", ErrInvalidArgument, what, n, BatchMax)
+	}
+	return nil
+}
+
+func checkItem(it Item) error {
+	if it.ID == "" || it.Token == "" {
+		return fmt.Errorf("%w: item %q has no id or token: it was not claimed", ErrInvalidArgument, it.ID)
+	}
+	return nil
+}
+
+// Claim leases up to n (at most [BatchMax]) items from the head of the
+// queue, in one atomic step: each moves from pending into the leases with
+// the deadline Redis time + Config.Lease. It returns fewer items, or none,
+// when fewer are pending.
+//
+// Malformed entries met on the way do not fail the claim: an id without a
+// stored value is dead-lettered with that cause, and an id that is also
+// leased, delayed or dead (a duplicate) is dropped from pending, since the
+// item lives on elsewhere. One Claim looks at 2n entries at most.
+func (q *Queue) Claim(ctx context.Context, n int) ([]Item, error) {
+	if err := checkCount("Claim n", n); err != nil {
+		return nil, err
+	}
+	reply, err := claimScript.Run(ctx, q.rdb, q.k.claimKeys, n, q.cfg.Lease.Milliseconds()).Slice()
+	if err != nil {
+		return nil, q.wrap("claim", err)
+	}
+	if len(reply) < 1 || (len(reply)-1)%4 != 0 {
+		return nil, q.wrap("claim", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	}
+	deadline, _ := reply[0].(int64)
+	items := make([]Item, 0, (len(reply)-1)/4)
+	for i := 1; i < len(reply); i += 4 {
+		id, _ := reply[i].(string)
+		payload, _ := reply[i+1].(string)
+		attempt, _ := reply[i+2].(int64)
+		token, _ := reply[i+3].(string)
+		items = append(items, Item{
+			ID: id, Payload: []byte(payload), Attempt: int(attempt),
+			Deadline: time.UnixMilli(deadline), Token: token,
+		})
+	}
+	return items, nil
+}
+
+// Extend moves the lease of a claimed item to Redis time + d, for work
+// that takes longer than Config.Lease, and returns the new deadline. It
+// returns ErrLeaseLost if the claim is no longer current.
+func (q *Queue) Extend(ctx context.Context, it Item, d time.Duration) (time.Time, error) {
+	if err := checkItem(it); err != nil {
+		return time.Time{}, err
+	}
+	if d < time.Millisecond {
+		return time.Time{}, fmt.Errorf("%w: Extend by %v, below 1ms", ErrInvalidArgument, d)
+	}
+	ms, err := extendScript.Run(ctx, q.rdb, q.k.extendKeys, it.ID, it.Token, d.Milliseconds()).Int64()
+	if err != nil {
+		return time.Time{}, q.wrap("extend", err)
+	}
+	if ms < 0 {
+		return time.Time{}, q.wrap("extend", fmt.Errorf("%w: %s (token %s)", ErrLeaseLost, it.ID, it.Token))
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// Release hands claimed items back at once, to the head of the queue,
+// without counting the attempt: for items a worker claimed but could not
+// start (its time ran out). Items whose claim is no longer current are
+// skipped; it returns how many were released.
+func (q *Queue) Release(ctx context.Context, items ...Item) (int, error) {
+	released := 0
+	for start := 0; start < len(items); start += BatchMax {
+		chunk := items[start:min(start+BatchMax, len(items))]
+		args := make([]any, 0, 2*len(chunk))
+		for _, it := range chunk {
+			if err := checkItem(it); err != nil {
+				return released, err
+			}
+			args = append(args, it.ID, it.Token)
+		}
+		n, err := releaseScript.Run(ctx, q.rdb, q.k.releaseKeys, args...).Int()
+		released += n
+		if err != nil {
+			return released, q.wrap("release", err)
+		}
+	}
+	return released, nil
+}

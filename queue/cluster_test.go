@@ -1,0 +1,146 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/queue"
+)
+
+// Every script runs on a 3-master cluster: each case gets its own queue,
+// so the cases land on different slots and masters.
+func TestEveryScriptOnCluster(t *testing.T) {
+	t.Parallel()
+	cc := redistest.StartCluster(t).Client(t)
+	fast := queue.Config{Lease: 10 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: 2}
+	cases := []struct {
+		name string
+		run  func(t *testing.T, q *queue.Queue)
+	}{
+		{"enqueue-claim-ack-result-value", func(t *testing.T, q *queue.Queue) {
+			ctx := testContext(t)
+			ids := mustEnqueue(t, q, "a", "b")
+			if v, err := q.Value(ctx, ids[1]); string(v) != "b" || err != nil {
+				t.Fatalf("Value = %q, %v", v, err)
+			}
+			items := mustClaim(t, q, 5, 2)
+			if s, err := q.Settle(ctx, queue.Outcome{Item: items[0], Result: []byte("ra")}, queue.Outcome{Item: items[1], Result: []byte("rb")}); s.Acked != 2 || err != nil {
+				t.Fatalf("Settle = %+v, %v", s, err)
+			}
+			if r, err := q.Result(ctx, ids[1]); string(r) != "rb" || err != nil {
+				t.Fatalf("Result = %q, %v", r, err)
+			}
+			wantCounts(t, q, queue.Stats{})
+		}},
+		{"nack-promote-dead-requeue-purge", func(t *testing.T, q *queue.Queue) {
+			ctx := testContext(t)
+			id := mustEnqueue(t, q, "x")[0]
+			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("one")); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("two")); err != nil {
+				t.Fatal(err)
+			}
+			if dead, err := q.Dead(ctx, 10); len(dead) != 1 || dead[0].ID != id || dead[0].Cause != "two" || err != nil {
+				t.Fatalf("Dead = %+v, %v", dead, err)
+			}
+			if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+				t.Fatalf("RequeueDead = %d, %v", n, err)
+			}
+			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("three")); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("four")); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
+				t.Fatalf("PurgeDead = %d, %v", n, err)
+			}
+			wantCounts(t, q, queue.Stats{})
+		}},
+		{"tidy-extend-release-stats", func(t *testing.T, q *queue.Queue) {
+			ctx := testContext(t)
+			mustEnqueue(t, q, "a", "b", "c")
+			items := mustClaim(t, q, 3, 3)
+			if _, err := q.Extend(ctx, items[0], time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := q.Release(ctx, items[1]); n != 1 || err != nil {
+				t.Fatalf("Release = %d, %v", n, err)
+			}
+			untilRedisTime(t, cc, items[2].Deadline.Add(time.Millisecond))
+			if n, err := q.Tidy(ctx, 10); n != 1 || err != nil {
+				t.Fatalf("Tidy = %d, %v; want 1 (c)", n, err)
+			}
+			wantCounts(t, q, queue.Stats{Pending: 2, Leased: 1})
+			if s := mustStats(t, q); s.OldestPending < 0 || s.OldestPending > time.Minute {
+				t.Fatalf("OldestPending = %v", s.OldestPending)
+			}
+		}},
+		{"wait-and-malformed", func(t *testing.T, q *queue.Queue) {
+			ctx := testContext(t)
+			id := mustEnqueue(t, q, "q")[0]
+			if err := cc.LPush(ctx, tagOf(q)+":pending", "ghost").Err(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan waitResult, 1)
+			go func() { r, err := q.Wait(ctx, id); done <- waitResult{result: r, err: err} }()
+			clusterBlocked(t, cc, 1) // so BLMOVE runs on the cluster too
+			items := mustClaim(t, q, 2, 1)
+			if err := q.Ack(ctx, items[0], []byte("a")); err != nil {
+				t.Fatal(err)
+			}
+			if r := receive(t, done); string(r.result) != "a" || r.err != nil {
+				t.Fatalf("Wait = %q, %v", r.result, r.err)
+			}
+			mustClaim(t, q, 2, 0)
+			wantCounts(t, q, queue.Stats{Dead: 1})
+		}},
+	}
+	nodes := map[int]bool{}
+	for _, tc := range cases {
+		q := newQueue(t, cc, tc.name, fast)
+		slot, err := cc.ClusterKeySlot(context.Background(), tagOf(q)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[min(int(slot)/5461, 2)] = true // the masters hold 0-5460, 5461-10922, 10923-16383
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, q)
+		})
+	}
+	if len(nodes) < 2 {
+		t.Errorf("all cases hashed to one master; rename them to spread the slots")
+	}
+}
+
+// clusterBlocked waits until the cluster's masters report n clients in a
+// blocking call between them.
+func clusterBlocked(t *testing.T, cc *redis.ClusterClient, n int) {
+	t.Helper()
+	eventually(t, 10*time.Second, "blocked clients on the cluster", func() bool {
+		var total atomic.Int64
+		err := cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+			info, err := m.Info(ctx, "clients").Result()
+			for line := range strings.Lines(info) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok {
+					b, _ := strconv.Atoi(v)
+					total.Add(int64(b))
+				}
+			}
+			return err
+		})
+		return err == nil && total.Load() == int64(n)
+	})
+}

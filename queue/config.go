@@ -1,0 +1,146 @@
+package queue
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Defaults applied to zero fields of [Config].
+const (
+	BackoffBaseDefault     = time.Second
+	BackoffMaxDefault      = 10 * time.Minute
+	LeaseDefault           = 30 * time.Second
+	MaxAttemptsDefault     = 5
+	MaxPayloadDefault      = 1 << 20
+	PrefixDefault          = "worksteal"
+	ResultRetentionDefault = 24 * time.Hour
+	WaitBlockDefault       = time.Second
+)
+
+// BatchMax bounds every count argument (Claim's n, Tidy's max, ...) and
+// the items of one script call: a script blocks Redis while it runs, so
+// each call stays around a millisecond of work.
+const BatchMax = 1000
+
+// Errors of this package. Those about a config, a name or an argument wrap a
+// message naming the field or argument.
+var (
+	ErrInvalidConfig    = errors.New("queue: invalid config")
+	ErrInvalidName      = errors.New("queue: invalid name")
+	ErrInvalidArgument  = errors.New("queue: invalid argument")
+	ErrEmptyPayload     = errors.New("queue: empty payload")
+	ErrPayloadTooLarge  = errors.New("queue: payload too large")
+	ErrLeaseLost        = errors.New("queue: lease lost")
+	ErrNotFound         = errors.New("queue: not found")
+	ErrDead             = errors.New("queue: item is dead")
+	errUnexpectedScript = errors.New("queue: unexpected script reply")
+)
+
+// Config configures a [Queue]. The zero value is valid: every field has a
+// documented default.
+type Config struct {
+	// BackoffBase is the delay before the first retry of a nacked item; it
+	// doubles with each attempt, up to BackoffMax, and each delay is drawn
+	// uniformly from its upper half (jitter, so retries of a burst of
+	// failures spread out). Default 1s.
+	BackoffBase time.Duration
+	// BackoffMax caps the retry delay. Default 10m.
+	BackoffMax time.Duration
+	// Lease is how long a claim lasts: past it, [Queue.Tidy] hands the item
+	// to another worker. Default 30s; at least 1ms.
+	Lease time.Duration
+	// MaxAttempts is how many claims an item gets: a Nack or an expired
+	// lease at the last one moves it to the dead letters. Default 5.
+	MaxAttempts int
+	// MaxPayload bounds payloads and results, in bytes. Default 1 MiB.
+	MaxPayload int
+	// Prefix starts every Redis key of the queue. Default "worksteal".
+	Prefix string
+	// RandFunc returns the retry jitter, uniform in [0, 1); it must be safe
+	// for concurrent use. Default math/rand/v2.Float64.
+	RandFunc func() float64
+	// ResultRetention is how long an acked item's result is kept for
+	// [Queue.Result] and [Queue.Wait]. Default 24h; at least 1ms.
+	ResultRetention time.Duration
+	// WaitBlock is the longest one blocking read of [Queue.Wait]; between
+	// reads Wait re-reads the item's state and its ctx, so it bounds how
+	// late Wait sees a cancelled ctx, or an item dead-lettered by Tidy or
+	// Claim.
+	// Rounded down to whole seconds (the unit of Redis's blocking
+	// timeouts), at least 1s. Default 1s.
+	WaitBlock time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
+	c.BackoffMax = cmp.Or(c.BackoffMax, BackoffMaxDefault)
+	c.Lease = cmp.Or(c.Lease, LeaseDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
+	c.MaxPayload = cmp.Or(c.MaxPayload, MaxPayloadDefault)
+	c.Prefix = cmp.Or(c.Prefix, PrefixDefault)
+	c.ResultRetention = cmp.Or(c.ResultRetention, ResultRetentionDefault)
+	c.WaitBlock = cmp.Or(c.WaitBlock, WaitBlockDefault)
+	if c.RandFunc == nil {
+		c.RandFunc = rand.Float64
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.BackoffBase < 0:
+		return fmt.Errorf("%w: BackoffBase %v is negative", ErrInvalidConfig, c.BackoffBase)
+	case c.BackoffMax < c.BackoffBase:
+		return fmt.Errorf("%w: BackoffMax %v is below BackoffBase %v", ErrInvalidConfig, c.BackoffMax, c.BackoffBase)
+	case c.Lease < time.Millisecond:
+		return fmt.Errorf("%w: Lease %v is below 1ms", ErrInvalidConfig, c.Lease)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("%w: MaxAttempts %d is below 1", ErrInvalidConfig, c.MaxAttempts)
+	case c.MaxPayload < 1:
+		return fmt.Errorf("%w: MaxPayload %d is below 1", ErrInvalidConfig, c.MaxPayload)
+	case c.ResultRetention < time.Millisecond:
+		return fmt.Errorf("%w: ResultRetention %v is below 1ms", ErrInvalidConfig, c.ResultRetention)
+	case c.WaitBlock < time.Second:
+		return fmt.Errorf("%w: WaitBlock %v is below 1s", ErrInvalidConfig, c.WaitBlock)
+	}
+	if err := validName(c.Prefix); err != nil {
+		return fmt.Errorf("%w: Prefix: %v", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+const nameMaxLen = 128
+
+// validName accepts 1 to 128 of [A-Za-z0-9._-]: safe inside a Redis hash
+// tag (no braces), span attributes and metric labels.
+func validName(name string) error {
+	if name == "" {
+		return errors.New("name is empty")
+	}
+	if len(name) > nameMaxLen {
+		return fmt.Errorf("name %.20q... is longer than %d bytes", name, nameMaxLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("name %q has %q at byte %d; use only [A-Za-z0-9._-]", name, c, i)
+		}
+	}
+	return nil
+}
+
+// backoff is the delay before retry number attempt (1 for the first):
+// BackoffBase·2^(attempt-1), capped at BackoffMax, drawn from [d/2, d).
+func (c Config) backoff(attempt int) time.Duration {
+	d := c.BackoffBase
+	for i := 1; i < attempt && d < c.BackoffMax; i++ {
+		d = min(d*2, c.BackoffMax) // d ≤ BackoffMax/2 here unless it is huge
+		if d < 0 {
+			d = c.BackoffMax
+		}
+	}
+	return d/2 + time.Duration(c.RandFunc()*float64(d/2))
+}

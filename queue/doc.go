@@ -1,0 +1,80 @@
+// Package queue is a reliable work queue in Redis: at-least-once delivery,
+// nothing lost when a worker crashes, Redis Cluster safe, and costs that
+// stay flat as the queue grows. It is the data structure that the
+// maintenance jobs of package jobs keep in shape.
+//
+//	q, err := queue.New(rdb, "thumbnails", queue.Config{})
+//	id, err := q.Enqueue(ctx, payload)
+//	// a worker:
+//	items, err := q.Claim(ctx, 100)
+//	for _, it := range items { ... q.Ack(ctx, it, result) or q.Nack(ctx, it, err) }
+//	// the client that enqueued:
+//	result, err := q.Wait(ctx, id)
+//
+// # Life of an item
+//
+// [Queue.Enqueue] stores the payload and appends the id to the pending
+// list. [Queue.Claim] moves ids from the head of that list into leases,
+// each with a deadline (Redis time + [Config.Lease]) and a claim token.
+// [Queue.Ack] stores the result (kept for [Config.ResultRetention]) and
+// forgets the item; [Queue.Nack] delays it for a retry with exponential
+// backoff and jitter, or dead-letters it, with the cause, at its last
+// attempt ([Config.MaxAttempts]). [Queue.Settle] does both for a whole
+// batch in one round trip. [Queue.Release] hands claimed items back
+// unstarted, without counting the attempt. [Queue.Wait] blocks until an
+// item's result exists.
+//
+// # Maintenance
+//
+// Three steps keep the queue moving; each handles at most a given count
+// (up to [BatchMax]) per call, so it can run in small slices:
+// [Queue.Tidy] hands expired leases (crashed or stuck workers) back to the
+// pending list, or to the dead letters at the last attempt;
+// [Queue.Promote] moves delayed items whose time has come back to the
+// pending list; [Queue.RequeueDead] and [Queue.PurgeDead] empty the dead
+// letters, which [Queue.Dead] lists. [Queue.Stats] shows what is waiting.
+//
+// # Guarantees
+//
+// Delivery is at least once: an item is in exactly one of pending, leased,
+// delayed or dead until it is acked, and every move between them is one
+// Lua script, so a crash between two Redis calls loses nothing; and since
+// Redis does not roll back a script that fails half-way (a key of the wrong
+// type), each script adds an item to its new place before it takes it from
+// the old one. A worker
+// that outlives its lease may still be working when another worker claims
+// the item again; its Ack, Nack, Extend or Release is then refused with
+// [ErrLeaseLost] and changes nothing, since the claim token is no longer
+// the item's. Handlers must therefore be idempotent, as with any
+// at-least-once queue.
+//
+// Malformed data found in Redis (a pending id without a payload, an id
+// pending twice) is dead-lettered with a cause or dropped by Claim, never
+// an error that stops the queue.
+//
+// # Redis layout and cost
+//
+// Every key of queue NAME starts with the hash tag {PREFIX:q:NAME}, so all
+// scripts of one queue run on one Redis Cluster slot:
+//
+//	…:pending   list of ids (enqueue left, claim right)
+//	…:leases    zset id → lease deadline (ms)
+//	…:delayed   zset id → when the retry is due (ms)
+//	…:dead      zset id → when it was dead-lettered (ms)
+//	…:values    hash id → payload
+//	…:attempts  hash id → claims so far
+//	…:tokens    hash id → current claim token
+//	…:ready     hash id → when it last became pending (ms)
+//	…:causes    hash id → why it last failed
+//	…:waiting   hash id → 1 while a Wait may block on it
+//	…:seq       counter of claim tokens
+//	…:result:ID string "token:result", expires after ResultRetention
+//	…:notify:ID list that wakes Wait, expires a minute after use
+//
+// Times come from Redis's TIME, never from the callers' clocks. Every
+// operation costs O(k log n) for its k items in a queue of n: no call scans
+// a whole list or set. Ids are 128 random bits made by the caller's
+// process, not by a Redis counter, so an Enqueue script call that the
+// client resends after a lost reply adds nothing twice. Requires Redis 6.2 or
+// later (BLMOVE).
+package queue

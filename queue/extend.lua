@@ -1,0 +1,11 @@
+-- Extend: move the deadline of a lease that is still ours.
+-- KEYS[1]: leases (zset)   KEYS[2]: tokens (hash)
+-- ARGV[1]: id   ARGV[2]: claim token   ARGV[3]: new lease length in ms
+-- Returns the new deadline in ms, or -1 if the claim is no longer current.
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then
+  return -1
+end
+local t = redis.call('TIME')
+local deadline = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], deadline, ARGV[1])
+return deadline

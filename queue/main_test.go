@@ -1,0 +1,165 @@
+package queue_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/queue"
+)
+
+func TestMain(m *testing.M) {
+	// The crash test re-executes this binary as its worker processes.
+	if os.Getenv(workerEnv) != "" {
+		os.Exit(runWorker())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// bundle is what most tests need: a throw-away Redis, a client and a queue.
+type bundle struct {
+	srv *redistest.Server
+	rdb *redis.Client
+	q   *queue.Queue
+}
+
+// setup starts a Redis for the test and makes a queue on it, under a prefix
+// unique to the test (so tests may also share a REDIS_URL instance).
+func setup(t *testing.T, cfg queue.Config) *bundle {
+	t.Helper()
+	srv := redistest.Start(t)
+	b := &bundle{srv: srv, rdb: srv.Client(t)}
+	b.q = newQueue(t, b.rdb, "jobs", cfg)
+	return b
+}
+
+func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Config) *queue.Queue {
+	t.Helper()
+	if cfg.Prefix == "" {
+		cfg.Prefix = testPrefix(t)
+	}
+	q, err := queue.New(rdb, name, cfg)
+	if err != nil {
+		t.Fatalf("queue.New(%q): %v", name, err)
+	}
+	return q
+}
+
+// testPrefix is a valid key prefix unique to the test.
+func testPrefix(t testing.TB) string {
+	name := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, t.Name())
+	if len(name) > 80 {
+		sum := sha1.Sum([]byte(name))
+		name = name[:60] + "-" + hex.EncodeToString(sum[:6])
+	}
+	return "t-" + name
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// tagOf is the hash tag of a queue, as documented in the package doc.
+func tagOf(q *queue.Queue) string { return "{" + q.Config().Prefix + ":q:" + q.Name() + "}" }
+
+// redisNow reads Redis's clock, the one leases and delays are measured by.
+func redisNow(t testing.TB, rdb redis.UniversalClient) time.Time {
+	t.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	return now
+}
+
+// untilRedisTime polls Redis's clock until it reaches tm: for leases and
+// delays, which are measured by that clock, not ours.
+func untilRedisTime(t testing.TB, rdb redis.UniversalClient, tm time.Time) {
+	t.Helper()
+	eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
+		return !redisNow(t, rdb).Before(tm)
+	})
+}
+
+// eventually polls cond every few milliseconds until it holds or the
+// deadline passes; it is for waiting on Redis or other processes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: still not %s", within, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func mustEnqueue(t testing.TB, q *queue.Queue, payloads ...string) []string {
+	t.Helper()
+	bs := make([][]byte, len(payloads))
+	for i, p := range payloads {
+		bs[i] = []byte(p)
+	}
+	ids, err := q.EnqueueBatch(context.Background(), bs)
+	if err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	if len(ids) != len(payloads) {
+		t.Fatalf("EnqueueBatch returned %d ids for %d payloads", len(ids), len(payloads))
+	}
+	return ids
+}
+
+func mustClaim(t testing.TB, q *queue.Queue, n, want int) []queue.Item {
+	t.Helper()
+	items, err := q.Claim(context.Background(), n)
+	if err != nil {
+		t.Fatalf("Claim(%d): %v", n, err)
+	}
+	if len(items) != want {
+		t.Fatalf("Claim(%d) got %d items, want %d: %+v", n, len(items), want, items)
+	}
+	return items
+}
+
+func mustStats(t testing.TB, q *queue.Queue) queue.Stats {
+	t.Helper()
+	s, err := q.Stats(context.Background())
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	return s
+}
+
+// wantCounts compares the counts of Stats (not OldestPending).
+func wantCounts(t testing.TB, q *queue.Queue, want queue.Stats) {
+	t.Helper()
+	got := mustStats(t, q)
+	got.OldestPending, want.OldestPending = 0, 0
+	if got != want {
+		t.Fatalf("Stats = %+v, want %+v", got, want)
+	}
+}
+
+func wantErr(t testing.TB, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: error %v, want %v", what, err, target)
+	}
+}

@@ -1,0 +1,256 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed enqueue.lua
+	enqueueSource string
+	enqueueScript = redis.NewScript(enqueueSource)
+
+	//go:embed stats.lua
+	statsSource string
+	statsScript = redis.NewScript(statsSource)
+)
+
+// Queue is a reliable work queue in Redis: at-least-once delivery through
+// leases, retries with backoff, dead letters and stored results. It is safe
+// for concurrent use; any number of processes may share one queue.
+type Queue struct {
+	rdb  redis.UniversalClient
+	name string
+	cfg  Config
+	k    keys
+}
+
+// keys are the Redis keys of one queue. They share the hash tag
+// {prefix:q:name}, so every script runs on one Redis Cluster slot.
+type keys struct {
+	tag      string
+	pending  string // list of ids; enqueue at the left, claim from the right
+	leases   string // zset id → lease deadline (ms, Redis clock)
+	values   string // hash id → payload, until acked or purged
+	attempts string // hash id → claims so far
+	tokens   string // hash id → current claim token, while leased
+	ready    string // hash id → when it last became pending (ms)
+	causes   string // hash id → why it last failed
+	waiting  string // hash id → 1 while a Wait may be blocked on it
+	delayed  string // zset id → when it is due (ms)
+	dead     string // zset id → when it was dead-lettered (ms)
+	seq      string // counter of claim tokens
+
+	// Key lists of the scripts that take no per-id keys, built once.
+	enqueueKeys, statsKeys []string
+	claimKeys, releaseKeys []string
+	tidyKeys, promoteKeys  []string
+	requeueKeys, purgeKeys []string
+	deadKeys, extendKeys   []string
+	settleKeys             []string
+}
+
+func newKeys(prefix, name string) keys {
+	tag := "{" + prefix + ":q:" + name + "}"
+	k := keys{
+		tag:      tag,
+		pending:  tag + ":pending",
+		leases:   tag + ":leases",
+		values:   tag + ":values",
+		attempts: tag + ":attempts",
+		tokens:   tag + ":tokens",
+		ready:    tag + ":ready",
+		causes:   tag + ":causes",
+		waiting:  tag + ":waiting",
+		delayed:  tag + ":delayed",
+		dead:     tag + ":dead",
+		seq:      tag + ":seq",
+	}
+	k.enqueueKeys = []string{k.pending, k.values, k.ready}
+	k.statsKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready}
+	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.tokens, k.seq, k.delayed, k.dead, k.causes}
+	k.releaseKeys = []string{k.leases, k.tokens, k.attempts, k.pending}
+	k.extendKeys = []string{k.leases, k.tokens}
+	k.settleKeys = []string{k.leases, k.values, k.attempts, k.tokens, k.ready, k.causes, k.delayed, k.dead, k.waiting}
+	k.tidyKeys = []string{k.leases, k.tokens, k.attempts, k.pending, k.dead, k.causes, k.ready}
+	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
+	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
+	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting}
+	k.deadKeys = []string{k.dead, k.causes, k.attempts}
+	return k
+}
+
+// result is the key of an acked item's result, "token:result" (the token
+// of the claim that acked it, so a resent Ack is recognised), expiring
+// after ResultRetention. Per-id keys rather than one hash: Redis before
+// 7.4 cannot expire a hash field, and results must go away even when
+// nobody tidies.
+func (k keys) result(id string) string { return k.tag + ":result:" + id }
+
+// notify is the key of the list that wakes an item's waiters (see Wait).
+func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
+
+// New returns the queue called name, whose keys start with cfg.Prefix. The
+// name is 1 to 128 of [A-Za-z0-9._-]. New makes no Redis call.
+func New(rdb redis.UniversalClient, name string, cfg Config) (*Queue, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidArgument)
+	}
+	if err := validName(name); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidName, err)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Queue{rdb: rdb, name: name, cfg: cfg, k: newKeys(cfg.Prefix, name)}, nil
+}
+
+// Name returns the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// Config returns the queue's configuration, defaults applied.
+func (q *Queue) Config() Config { return q.cfg }
+
+// idEncoding writes ids in lower-case base32 without padding: 26 bytes.
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID returns 128 random bits. Ids are made here rather than by a Redis
+// counter so that a retried Enqueue (its reply lost) names the same item
+// and adds nothing twice.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
+	return idEncoding.EncodeToString(b[:])
+}
+
+func (q *Queue) checkPayload(what string, p []byte) error {
+	if len(p) > q.cfg.MaxPayload {
+		return fmt.Errorf("%w: %s of %d bytes is above MaxPayload %d", ErrPayloadTooLarge, what, len(p), q.cfg.MaxPayload)
+	}
+	return nil
+}
+
+// Enqueue adds an item at the tail of the queue and returns its id.
+func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
+	ids, err := q.EnqueueBatch(ctx, [][]byte{payload})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// enqueueChunkBytes bounds the payload bytes of one script call.
+const enqueueChunkBytes = 4 << 20
+
+// EnqueueBatch adds items in order and returns their ids. Payloads are
+// checked first: one that is empty or too large fails the call before
+// anything is written. Larger batches are written in several script calls
+// (at most [BatchMax] items each); if one fails, ids holds the items of
+// the calls that succeeded, and the rest may or may not have been added.
+func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) (ids []string, err error) {
+	for i, p := range payloads {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("%w: payload %d", ErrEmptyPayload, i)
+		}
+		if err := q.checkPayload(fmt.Sprintf("payload %d", i), p); err != nil {
+			return nil, err
+		}
+	}
+	ids = make([]string, 0, len(payloads))
+	for start := 0; start < len(payloads); {
+		end, size := start, 0
+		for end < len(payloads) && end-start < BatchMax && (end == start || size+len(payloads[end]) <= enqueueChunkBytes) {
+			size += len(payloads[end])
+			end++
+		}
+		args := make([]any, 0, 2*(end-start))
+		chunk := make([]string, 0, end-start)
+		for _, p := range payloads[start:end] {
+			id := newID()
+			chunk = append(chunk, id)
+			args = append(args, id, p)
+		}
+		if err := enqueueScript.Run(ctx, q.rdb, q.k.enqueueKeys, args...).Err(); err != nil {
+			return ids, q.wrap("enqueue", err)
+		}
+		ids = append(ids, chunk...)
+		start = end
+	}
+	return ids, nil
+}
+
+// Value returns the payload of an item that is pending, leased, delayed or
+// dead; ErrNotFound once it was acked or purged, or if it never existed.
+func (q *Queue) Value(ctx context.Context, id string) ([]byte, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: empty id", ErrInvalidArgument)
+	}
+	v, err := q.rdb.HGet(ctx, q.k.values, id).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: no value for %s", ErrNotFound, id)
+	}
+	return v, q.wrap("value", err)
+}
+
+// Result returns the result an acked item was given, for ResultRetention
+// after the Ack; ErrNotFound before the Ack or after the retention.
+func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: empty id", ErrInvalidArgument)
+	}
+	v, err := q.rdb.Get(ctx, q.k.result(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: no result for %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, q.wrap("result", err)
+	}
+	_, result, _ := bytes.Cut(v, []byte(":"))
+	return result, nil
+}
+
+// Stats is a snapshot of a queue, read in one atomic step.
+type Stats struct {
+	Pending int64 // waiting to be claimed
+	Leased  int64 // claimed, not yet acked or nacked
+	Expired int64 // leased past their deadline: Tidy will hand them back
+	Delayed int64 // waiting to be retried
+	Due     int64 // delayed whose time has come: Promote will make them pending
+	Dead    int64 // dead letters
+	// OldestPending is how long the item next in line has waited since it
+	// last became pending (enqueued, promoted, recovered by Tidy or
+	// requeued); 0 when nothing is pending.
+	OldestPending time.Duration
+}
+
+// Stats reads the queue's counts in O(log n).
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	r, err := statsScript.Run(ctx, q.rdb, q.k.statsKeys).Int64Slice()
+	if err != nil {
+		return Stats{}, q.wrap("stats", err)
+	}
+	if len(r) != 7 {
+		return Stats{}, q.wrap("stats", fmt.Errorf("%w: %d values", errUnexpectedScript, len(r)))
+	}
+	return Stats{
+		Pending: r[0], Leased: r[1], Expired: r[2], Delayed: r[3], Due: r[4], Dead: r[5],
+		OldestPending: time.Duration(max(r[6], 0)) * time.Millisecond,
+	}, nil
+}
+
+// wrap names the queue and the operation in err; nil stays nil.
+func (q *Queue) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("queue %s: %s: %w", q.name, op, err)
+}

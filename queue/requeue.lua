@@ -1,0 +1,24 @@
+-- RequeueDead: move the oldest dead letters back to the tail of pending,
+-- with a fresh count of attempts.
+-- KEYS[1]: dead (zset)     KEYS[2]: pending (list)   KEYS[3]: attempts (hash)
+-- KEYS[4]: causes (hash)   KEYS[5]: ready (hash)
+-- ARGV[1]: max, at most BatchMax
+-- Returns how many it moved. Pushed before they are removed, so a failed
+-- script cannot lose them.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+if #ids == 0 then
+  return 0
+end
+local ready = {}
+for _, id in ipairs(ids) do
+  ready[#ready + 1] = id
+  ready[#ready + 1] = now
+end
+redis.call('LPUSH', KEYS[2], unpack(ids))
+redis.call('HSET', KEYS[5], unpack(ready))
+redis.call('HDEL', KEYS[3], unpack(ids))
+redis.call('HDEL', KEYS[4], unpack(ids))
+redis.call('ZREM', KEYS[1], unpack(ids))
+return #ids

@@ -1,0 +1,149 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed settle.lua
+	settleSource string
+	settleScript = redis.NewScript(settleSource)
+)
+
+// notifyTTL is how long an item's wake-up list lives after its Ack or its
+// dead-lettering: waiters read the state before blocking, so it only has
+// to outlast the gap between that read and their blocking read.
+const notifyTTL = time.Minute
+
+// causeMax bounds a stored failure cause, in bytes.
+const causeMax = 1024
+
+// Outcome is what became of one claimed item, for [Queue.Settle].
+type Outcome struct {
+	Item Item
+	// Result is stored by an ack (Err nil); nil stores an empty result.
+	Result []byte
+	// Err, when not nil, makes the outcome a nack; its text is the cause.
+	Err error
+}
+
+// Settled counts what a [Queue.Settle] did.
+type Settled struct {
+	Acked   int // results stored
+	Retried int // nacked, delayed for a retry
+	Dead    int // nacked at the last attempt, dead-lettered
+	// Lost lists the ids whose claim was no longer current (the lease
+	// expired, and Tidy or another worker took the item): nothing changed.
+	Lost []string
+}
+
+// Settle acks and nacks claimed items in one round trip per [BatchMax]
+// outcomes. An ack stores the result for Config.ResultRetention, drops the
+// item's value and lease, and wakes its waiters. A nack at an attempt below
+// Config.MaxAttempts delays the item by the backoff; at the last attempt
+// it dead-letters the item with the cause and wakes its waiters.
+//
+// An ack whose result is larger than Config.MaxPayload is turned into a
+// nack with ErrPayloadTooLarge as the cause, so one item cannot fail a
+// batch. Settling again an item that this very claim already acked counts
+// it as acked again: a retried call is harmless.
+func (q *Queue) Settle(ctx context.Context, outcomes ...Outcome) (Settled, error) {
+	var s Settled
+	for _, o := range outcomes {
+		if err := checkItem(o.Item); err != nil {
+			return s, err
+		}
+	}
+	for start := 0; start < len(outcomes); start += BatchMax {
+		chunk := outcomes[start:min(start+BatchMax, len(outcomes))]
+		keys := make([]string, 0, len(q.k.settleKeys)+2*len(chunk))
+		keys = append(keys, q.k.settleKeys...)
+		args := make([]any, 0, 3+4*len(chunk))
+		args = append(args, q.cfg.ResultRetention.Milliseconds(), notifyTTL.Milliseconds(), q.cfg.MaxAttempts)
+		for _, o := range chunk {
+			keys = append(keys, q.k.result(o.Item.ID), q.k.notify(o.Item.ID))
+			err := o.Err
+			if err == nil {
+				err = q.checkPayload("result", o.Result)
+			}
+			if err == nil {
+				stored := make([]byte, 0, len(o.Item.Token)+1+len(o.Result))
+				stored = append(append(append(stored, o.Item.Token...), ':'), o.Result...)
+				args = append(args, o.Item.ID, o.Item.Token, stored, -1)
+				continue
+			}
+			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()
+			args = append(args, o.Item.ID, o.Item.Token, truncate(err.Error(), causeMax), backoff)
+		}
+		codes, err := settleScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return s, q.wrap("settle", err)
+		}
+		if len(codes) != len(chunk) {
+			return s, q.wrap("settle", fmt.Errorf("%w: %d codes for %d items", errUnexpectedScript, len(codes), len(chunk)))
+		}
+		for i, c := range codes {
+			switch c {
+			case 1:
+				s.Acked++
+			case 2:
+				s.Retried++
+			case 3:
+				s.Dead++
+			default:
+				s.Lost = append(s.Lost, chunk[i].Item.ID)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Ack marks a claimed item done with its result (see [Queue.Settle]). It
+// returns ErrPayloadTooLarge, changing nothing, for a result above
+// Config.MaxPayload, and ErrLeaseLost if the claim is no longer current.
+func (q *Queue) Ack(ctx context.Context, it Item, result []byte) error {
+	if err := q.checkPayload("result", result); err != nil {
+		return err
+	}
+	return q.settleOne(ctx, "ack", Outcome{Item: it, Result: result})
+}
+
+// Nack reports a failed attempt: the item is retried after the backoff, or
+// dead-lettered with cause at its last attempt (see [Queue.Settle]). It
+// returns ErrLeaseLost if the claim is no longer current.
+func (q *Queue) Nack(ctx context.Context, it Item, cause error) error {
+	if cause == nil {
+		cause = errNacked
+	}
+	return q.settleOne(ctx, "nack", Outcome{Item: it, Err: cause})
+}
+
+var errNacked = errors.New("nacked without a cause")
+
+func (q *Queue) settleOne(ctx context.Context, op string, o Outcome) error {
+	s, err := q.Settle(ctx, o)
+	if err != nil {
+		return err
+	}
+	if len(s.Lost) > 0 {
+		return q.wrap(op, fmt.Errorf("%w: %s (token %s)", ErrLeaseLost, o.Item.ID, o.Item.Token))
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

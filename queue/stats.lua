@@ -1,0 +1,24 @@
+-- Stats: the queue's counts, in O(log n).
+-- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
+-- KEYS[4]: dead (zset)      KEYS[5]: ready (hash)
+-- Returns {pending, leased, expired, delayed, due, dead, wait of the next
+-- item in ms or -1}.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local wait = -1
+local head = redis.call('LINDEX', KEYS[1], -1)
+if head then
+  local since = tonumber(redis.call('HGET', KEYS[5], head))
+  if since then
+    wait = math.max(now - since, 0)
+  end
+end
+return {
+  redis.call('LLEN', KEYS[1]),
+  redis.call('ZCARD', KEYS[2]),
+  redis.call('ZCOUNT', KEYS[2], '-inf', now),
+  redis.call('ZCARD', KEYS[3]),
+  redis.call('ZCOUNT', KEYS[3], '-inf', now),
+  redis.call('ZCARD', KEYS[4]),
+  wait,
+}
