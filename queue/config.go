@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/names"
 )
 
 // Defaults applied to zero fields of [Config].
@@ -106,28 +108,8 @@ func (c Config) validate() error {
 	case c.WaitBlock < time.Second:
 		return fmt.Errorf("%w: WaitBlock %v is below 1s", ErrInvalidConfig, c.WaitBlock)
 	}
-	if err := validName(c.Prefix); err != nil {
+	if err := names.Check(c.Prefix); err != nil {
 		return fmt.Errorf("%w: Prefix: %v", ErrInvalidConfig, err)
-	}
-	return nil
-}
-
-const nameMaxLen = 128
-
-// validName accepts 1 to 128 of [A-Za-z0-9._-]: safe inside a Redis hash
-// tag (no braces), span attributes and metric labels.
-func validName(name string) error {
-	if name == "" {
-		return errors.New("name is empty")
-	}
-	if len(name) > nameMaxLen {
-		return fmt.Errorf("name %.20q... is longer than %d bytes", name, nameMaxLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("name %q has %q at byte %d; use only [A-Za-z0-9._-]", name, c, i)
-		}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/names"
 )
 
 var (
@@ -104,7 +106,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config) (*Queue, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidArgument)
 	}
-	if err := validName(name); err != nil {
+	if err := names.Check(name); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidName, err)
 	}
 	cfg = cfg.withDefaults()

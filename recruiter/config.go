@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/worksteal/worksteal/internal/names"
 )
 
 // Defaults applied to zero fields of [Config] and [JobConfig].
@@ -120,7 +122,7 @@ func (c Config) validate() error {
 	case c.RedisTimeout < 0 || c.RedisTimeout > redisTimeoutMax:
 		return fmt.Errorf("%w: RedisTimeout %v is not in [0, %v]", ErrInvalidConfig, c.RedisTimeout, redisTimeoutMax)
 	}
-	if err := validName(c.Prefix); err != nil {
+	if err := names.Check(c.Prefix); err != nil {
 		return fmt.Errorf("%w: Prefix: %v", ErrInvalidConfig, err)
 	}
 	return nil
@@ -171,24 +173,4 @@ func (c JobConfig) validate(job string) error {
 // logged); a crashed one holds its job for this long.
 func LockTTL(budget time.Duration) time.Duration {
 	return budget + max(budget/2, 250*time.Millisecond)
-}
-
-const nameMaxLen = 128
-
-// validName accepts 1 to 128 of [A-Za-z0-9._-]: safe inside Redis keys,
-// span attributes and metric labels.
-func validName(name string) error {
-	if name == "" {
-		return errors.New("name is empty")
-	}
-	if len(name) > nameMaxLen {
-		return fmt.Errorf("name %.20q... is longer than %d bytes", name, nameMaxLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("name %q has %q at byte %d; use only [A-Za-z0-9._-]", name, c, i)
-		}
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/telemetry"
 )
 
@@ -85,7 +86,7 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 		return fmt.Errorf("%w: job is nil", ErrInvalidJob)
 	}
 	name := job.Name()
-	if err := validName(name); err != nil {
+	if err := names.Check(name); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidJob, err)
 	}
 	cfg = cfg.withDefaults()
