@@ -186,7 +186,9 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 	case errors.As(err, &pe):
 		res.Outcome = telemetry.OutcomePanic
 		log.ErrorContext(ctx, "worksteal: slice panicked", slog.Any("panic", pe.value), slog.String("stack", string(pe.stack)))
-	case budgetSpent && errors.Is(err, context.DeadlineExceeded) || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
+	// An error once the budget is spent is the budget's doing, whatever its
+	// type (a Redis call cut by the deadline reports an i/o timeout).
+	case budgetSpent && err != nil || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
 		res.Outcome = telemetry.OutcomeTimeout
 		if err == nil {
 			res.Err = fmt.Errorf("recruiter: job %s overran its budget of %v", e.name, e.cfg.Budget)
