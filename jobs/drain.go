@@ -1,0 +1,226 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// Handler does the work of one claimed item and returns its result (nil
+// stores an empty one), or an error to nack it: the item is retried after
+// the queue's backoff, or dead-lettered with the error as cause at its last
+// attempt. ctx ends with the slice's budget. Handlers must be idempotent:
+// delivery is at least once.
+type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
+
+// DrainConfig configures [Drain]. The zero value is valid: every field has
+// a documented default.
+type DrainConfig struct {
+	// Batch is how many items one call of [queue.Queue.Claim] leases, at
+	// most [BatchMax]; later batches of a slice may claim fewer, as many
+	// as the budget left fits. Default 100.
+	Batch int
+	// MaxBatches bounds the batches of one slice. Default 0: as many as
+	// its budget allows.
+	MaxBatches int
+	// Name overrides the job's name, "drain.QUEUE" by default.
+	Name string
+	// RedisTimeout bounds each of the job's queue calls: Claim, Settle and
+	// Release. They are not cut at the slice's deadline, since a claim cut
+	// short would strand its items in leases until they expire (each
+	// losing an attempt), and a settle cut short would have them done
+	// again; so a slice that misjudged its budget ends late by one call
+	// rather than early. Default 250ms, at most 10s.
+	RedisTimeout time.Duration
+}
+
+func (c DrainConfig) withDefaults() DrainConfig {
+	c.Batch = cmp.Or(c.Batch, DrainBatchDefault)
+	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
+	return c
+}
+
+func (c DrainConfig) validate() error {
+	return validateCommon(c.Batch, c.MaxBatches, c.Name, c.RedisTimeout)
+}
+
+// Drain returns the job that works q off in slices: it claims a batch,
+// calls handler for each item in turn, and acks the results and nacks the
+// failures in one [queue.Queue.Settle]. A slice's Items counts the items
+// settled; More says that the queue still had items when it stopped.
+//
+// A slice claims another batch only while the budget left fits some of it
+// (as many items as fit, by their mean time so far), and starts an item
+// only while the budget left fits the slowest item so far and the settling;
+// the items it could not start are handed back at once with
+// [queue.Queue.Release], their attempt uncounted. An item that
+// is interrupted by the deadline (its handler returns ctx's error) is
+// nacked like any failure, so that an item too slow for any budget ends in
+// the dead letters rather than at the head of the queue forever.
+//
+// A panicking handler does not lose its item: the panic is recovered and
+// the item nacked with it as cause; the slice goes on with the next item,
+// since items are independent, and returns an error wrapping
+// [ErrHandlerPanic] (with the stack) at its end, so that the recruiter logs
+// and counts it.
+func Drain(q *queue.Queue, handler Handler, cfg DrainConfig) (recruiter.Job, error) {
+	switch {
+	case q == nil:
+		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
+	case handler == nil:
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidArgument)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &drainJob{q: q, handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, jobName("drain", q.Name()))}, nil
+}
+
+type drainJob struct {
+	q       *queue.Queue
+	handler Handler
+	cfg     DrainConfig
+	name    string
+}
+
+func (j *drainJob) Name() string { return j.name }
+
+// drainSlice is the state of one slice: what it measured, what it did.
+type drainSlice struct {
+	rtt      time.Duration // of the slowest Claim: the estimate of one round trip
+	busy     time.Duration // in handlers
+	slowest  time.Duration // the slowest item so far
+	started  int           // items handed to the handler
+	panicked error         // the first panic, with its stack
+	report   recruiter.Report
+}
+
+// meanItem is the mean handler time so far; 0 before the first item.
+func (s *drainSlice) meanItem() time.Duration {
+	if s.started == 0 {
+		return 0
+	}
+	return s.busy / time.Duration(s.started)
+}
+
+func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
+	s := &drainSlice{}
+	limit := batchLimit(ctx, j.cfg.MaxBatches)
+	for b := 0; b < limit; b++ {
+		n := j.cfg.Batch
+		if b > 0 {
+			if n = j.fit(ctx, s); n == 0 {
+				break // More stays as the last batch left it
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return s.report, j.wrap(err)
+		}
+		began := time.Now()
+		items, err := j.claim(ctx, n)
+		s.rtt = max(s.rtt, time.Since(began))
+		if err != nil {
+			return s.report, j.wrap(err)
+		}
+		outcomes := j.handle(ctx, s, items)
+		settled, released, err := j.finish(ctx, outcomes, items[len(outcomes):])
+		s.report.Items += settled
+		s.report.More = len(items) == n || released > 0
+		if err != nil {
+			return s.report, j.wrap(err)
+		}
+		if len(items) < n || len(outcomes) < len(items) {
+			break
+		}
+	}
+	if s.panicked != nil {
+		return s.report, j.wrap(s.panicked)
+	}
+	return s.report, nil
+}
+
+// fit is how many items the next batch may claim: those whose mean time
+// fits in the budget left after three round trips (claim, settle and a
+// possible release); 0 when none does.
+func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
+	left, ok := remaining(ctx)
+	if !ok {
+		return j.cfg.Batch
+	}
+	avail := left - 3*s.rtt
+	mean := max(s.meanItem(), time.Microsecond)
+	if avail < mean {
+		return 0
+	}
+	return int(min(int64(j.cfg.Batch), int64(avail/mean)))
+}
+
+// handle runs the handler on items in order while the budget left fits
+// the slowest item so far and the settling; it returns the outcomes of the
+// items it started, a prefix of items.
+func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item) []queue.Outcome {
+	outcomes := make([]queue.Outcome, 0, len(items))
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		if left, ok := remaining(ctx); ok && s.started > 0 && left < s.slowest+2*s.rtt {
+			break
+		}
+		began := time.Now()
+		result, err := j.call(ctx, s, it)
+		took := time.Since(began)
+		s.busy += took
+		s.slowest = max(s.slowest, took)
+		s.started++
+		outcomes = append(outcomes, queue.Outcome{Item: it, Result: result, Err: err})
+	}
+	return outcomes
+}
+
+// call runs the handler on one item, turning a panic into the item's error.
+func (j *drainJob) call(ctx context.Context, s *drainSlice, it queue.Item) (result []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
+			if s.panicked == nil {
+				s.panicked = fmt.Errorf("%w on item %s: %v\n%s", ErrHandlerPanic, it.ID, v, debug.Stack())
+			}
+		}
+	}()
+	return j.handler(ctx, it)
+}
+
+func (j *drainJob) claim(ctx context.Context, n int) ([]queue.Item, error) {
+	rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+	defer cancel()
+	return j.q.Claim(rctx, n)
+}
+
+// finish settles the outcomes and hands back the unstarted items. It
+// returns how many items were settled and how many released.
+func (j *drainJob) finish(ctx context.Context, outcomes []queue.Outcome, unstarted []queue.Item) (settled, released int, err error) {
+	var settleErr, releaseErr error
+	if len(outcomes) > 0 {
+		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+		var st queue.Settled
+		st, settleErr = j.q.Settle(rctx, outcomes...)
+		cancel()
+		settled = st.Acked + st.Retried + st.Dead
+	}
+	if len(unstarted) > 0 {
+		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+		released, releaseErr = j.q.Release(rctx, unstarted...)
+		cancel()
+	}
+	return settled, released, errors.Join(settleErr, releaseErr)
+}
+
+func (j *drainJob) wrap(err error) error { return fmt.Errorf("jobs: %s: %w", j.name, err) }

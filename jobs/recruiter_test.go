@@ -1,0 +1,91 @@
+package jobs_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/jobs"
+	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// inlineRecruiter runs slices on the enlisting goroutine and takes its
+// rolls from rolls, shut down at cleanup.
+func inlineRecruiter(t *testing.T, rdb redis.UniversalClient, rolls func() float64) *recruiter.Recruiter {
+	t.Helper()
+	rec, err := recruiter.New(rdb, recruiter.Config{Inline: true, Prefix: testPrefix(t), RandFunc: rolls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rec.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return rec
+}
+
+// enlistUntil enlists, as fast exits would, until done holds.
+func enlistUntil(t *testing.T, rec *recruiter.Recruiter, what string, done func() bool) {
+	t.Helper()
+	ctx := testContext(t)
+	eventually(t, 20*time.Second, what, func() bool {
+		rec.Enlist(ctx)
+		return done()
+	})
+}
+
+// 1,000 items drained through enlistments of a real recruiter, two
+// batches of 100 a slice: every id gets its result, once.
+func TestDrainThroughRecruiter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ids := enqueue(t, b.q, "item-", 1000)
+	c := &calls{}
+	rec := inlineRecruiter(t, b.rdb, func() float64 { return 0 })
+	drain := mustDrain(t, b.q, echo(c), jobs.DrainConfig{MaxBatches: 2})
+	if err := rec.Register(drain, recruiter.JobConfig{Rate: 1, Budget: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	enlistUntil(t, rec, "all 1000 items handled", func() bool { return c.total() >= 1000 })
+
+	wantResults(t, b.q, c, "item-", ids)
+	wantStats(t, b.q, queue.Stats{})
+	js := rec.Stats().Jobs[0]
+	if js.Name != "drain.jobs" || js.Items != 1000 || js.Ran < 5 || js.Failed() != 0 {
+		t.Fatalf("recruiter stats %+v; want 1000 items in at least 5 clean slices", js)
+	}
+}
+
+// A crashed worker's claims come back through TidyStale and are drained:
+// the two jobs share one recruiter, half the rolls each.
+func TestTidyAndDrainThroughRecruiter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{Lease: 50 * time.Millisecond})
+	ids := enqueue(t, b.q, "item-", 300)
+	mustClaim(t, b.q, 100, 100) // and never settled: the worker crashed
+	var roll atomic.Int64
+	rec := inlineRecruiter(t, b.rdb, func() float64 { return float64(roll.Add(1)%2)/2 + 0.25 })
+	c := &calls{}
+	tidy, err := jobs.TidyStale(b.q, jobs.TidyConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range []recruiter.Job{mustDrain(t, b.q, echo(c), jobs.DrainConfig{}), tidy} {
+		if err := rec.Register(job, recruiter.JobConfig{Rate: 0.5, Budget: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enlistUntil(t, rec, "all 300 items handled", func() bool { return c.total() >= 300 })
+
+	wantResults(t, b.q, c, "item-", ids)
+	wantStats(t, b.q, queue.Stats{})
+	st := rec.Stats()
+	if d, tj := st.Jobs[0], st.Jobs[1]; d.Items != 300 || tj.Name != "tidy.jobs" || tj.Items != 100 || d.Failed()+tj.Failed() != 0 {
+		t.Fatalf("recruiter stats %+v; want 300 items drained, 100 leases tidied", st.Jobs)
+	}
+}
