@@ -55,8 +55,8 @@ func TestRunEvictsExpiredSessionsFromCacheHits(t *testing.T) {
 	}
 	final := lines[len(lines)-1]
 	m := regexp.MustCompile(`^final requests=(\d+) hits=(\d+) failed=(\d+)` +
-		` \| evict-sessions ran=(\d+) skipped=\d+ failed=(\d+) items=(\d+)` +
-		` \| refresh-popular ran=(\d+) skipped=\d+ failed=(\d+) items=(\d+)` +
+		` \| evict-sessions ran=(\d+) skipped=\d+ failed=(\d+) timeouts=\d+ items=(\d+)` +
+		` \| refresh-popular ran=(\d+) skipped=\d+ failed=(\d+) timeouts=\d+ items=(\d+)` +
 		` \| sessions=(\d+) expired=(\d+)$`).FindStringSubmatch(final)
 	if m == nil {
 		t.Fatalf("last line is not the final summary: %q\noutput:\n%s", final, strings.Join(lines, "\n"))
@@ -82,7 +82,7 @@ func TestRunEvictsExpiredSessionsFromCacheHits(t *testing.T) {
 		t.Errorf("refresh-popular ran=%d items=%d, want at least one slice of at most %d items", ran, items, popularTop)
 	}
 	if f1, f2 := n(5), n(8); f1+f2 != 0 {
-		t.Errorf("failed slices: evict-sessions %d, refresh-popular %d; want none", f1, f2)
+		t.Errorf("failed slices: evict-sessions %d, refresh-popular %d; want none\noutput:\n%s", f1, f2, strings.Join(lines, "\n"))
 	}
 }
 
