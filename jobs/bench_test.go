@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,19 +14,6 @@ import (
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
-
-// roundTrips counts the commands and pipelines a client sends.
-type roundTrips struct{ n atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
-}
 
 // benchSlice runs one slice as the recruiter would, with its default
 // budget. A slice cut by its deadline is counted, not fatal: the recruiter
@@ -55,7 +41,7 @@ func BenchmarkDrain(b *testing.B) {
 	for _, batch := range []int{1, 100, 500} {
 		b.Run("batch-"+strconv.Itoa(batch), func(b *testing.B) {
 			srv := redistest.Start(b)
-			rdb, rt := srv.Client(b), &roundTrips{}
+			rdb, rt := srv.Client(b), &redistest.RoundTrips{}
 			rdb.AddHook(rt)
 			payloads := make([][]byte, b.N)
 			for i := range payloads {
@@ -82,7 +68,7 @@ func BenchmarkDrain(b *testing.B) {
 				b.Fatalf("drained %d items, want %d", done, b.N)
 			}
 			b.ReportMetric(float64(done)/elapsed.Seconds(), "items/s")
-			b.ReportMetric(float64(rt.n.Load())/float64(done), "roundtrips/item")
+			b.ReportMetric(float64(rt.Load())/float64(done), "roundtrips/item")
 			b.ReportMetric(float64(slices)*1000/float64(done), "slices/1k-items")
 			b.ReportMetric(float64(cut), "cut-slices")
 		})
@@ -99,7 +85,7 @@ func BenchmarkEvictExpired(b *testing.B) {
 	for _, batch := range []int{100, 500, 1000} {
 		b.Run("batch-"+strconv.Itoa(batch), func(b *testing.B) {
 			srv := redistest.Start(b)
-			fill, rdb, rt := srv.Client(b), srv.Client(b), &roundTrips{}
+			fill, rdb, rt := srv.Client(b), srv.Client(b), &redistest.RoundTrips{}
 			rdb.AddHook(rt)
 			h := mustHash(b, fill, "bench")
 			job, err := jobs.EvictExpired(rdb, "bench", jobs.EvictConfig{Batch: batch})
@@ -124,7 +110,7 @@ func BenchmarkEvictExpired(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+			b.ReportMetric(float64(rt.Load())/float64(b.N), "roundtrips/op")
 			b.ReportMetric(float64(slices)/float64(b.N), "slices/op")
 			b.ReportMetric(float64(cut), "cut-slices")
 		})

@@ -2,10 +2,7 @@ package jobs_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,19 +54,7 @@ func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Co
 }
 
 // testPrefix is a valid key prefix unique to the test.
-func testPrefix(t testing.TB) string {
-	name := strings.Map(func(r rune) rune {
-		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' {
-			return r
-		}
-		return '_'
-	}, t.Name())
-	if len(name) > 80 {
-		sum := sha1.Sum([]byte(name))
-		name = name[:60] + "-" + hex.EncodeToString(sum[:6])
-	}
-	return "t-" + name
-}
+func testPrefix(t testing.TB) string { return redistest.Prefix(t) }
 
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

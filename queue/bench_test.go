@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,22 +13,9 @@ import (
 	"github.com/worksteal/worksteal/queue"
 )
 
-// roundTrips counts the commands and pipelines a client sends.
-type roundTrips struct{ n atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
-}
-
-func benchClient(b *testing.B) (*redis.Client, *roundTrips) {
+func benchClient(b *testing.B) (*redis.Client, *redistest.RoundTrips) {
 	rdb := redistest.Start(b).Client(b)
-	rt := &roundTrips{}
+	rt := &redistest.RoundTrips{}
 	rdb.AddHook(rt)
 	return rdb, rt
 }
@@ -62,7 +48,7 @@ func BenchmarkClaimAck(b *testing.B) {
 		rdb, rt := benchClient(b) // a fresh server: no results left by other runs
 		q := newQueue(b, rdb, "claimack", queue.Config{})
 		fill(b, q, b.N)
-		rt.n.Store(0)
+		rt.Store(0)
 		b.ResetTimer()
 		outcomes := make([]queue.Outcome, 0, batch)
 		for done := 0; done < b.N; {
@@ -89,7 +75,7 @@ func BenchmarkClaimAck(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
-		b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/item")
+		b.ReportMetric(float64(rt.Load())/float64(b.N), "roundtrips/item")
 	}
 	for _, batch := range []int{1, 100, 500} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { run(b, batch, false) })
@@ -104,7 +90,7 @@ func BenchmarkClaimAck(b *testing.B) {
 // naiveClaimAck is the same work without scripts: LPOP, ZADD the lease,
 // HGET the payload, then ack with ZREM, HDEL and SET of the result, each
 // its own round trip.
-func naiveClaimAck(b *testing.B, rdb *redis.Client, rt *roundTrips) {
+func naiveClaimAck(b *testing.B, rdb *redis.Client, rt *redistest.RoundTrips) {
 	ctx := context.Background()
 	p := testPrefix(b)
 	pending, leases, values := p+":pending", p+":leases", p+":values"
@@ -119,7 +105,7 @@ func naiveClaimAck(b *testing.B, rdb *redis.Client, rt *roundTrips) {
 			b.Fatal(err)
 		}
 	}
-	rt.n.Store(0)
+	rt.Store(0)
 	b.ResetTimer()
 	for range b.N {
 		id, err := rdb.LPop(ctx, pending).Result()
@@ -145,7 +131,7 @@ func naiveClaimAck(b *testing.B, rdb *redis.Client, rt *roundTrips) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/item")
+	b.ReportMetric(float64(rt.Load())/float64(b.N), "roundtrips/item")
 }
 
 // BenchmarkTidy100k hands back 100,000 expired leases, BatchMax per call.
@@ -167,7 +153,7 @@ func BenchmarkTidy100k(b *testing.B) {
 			last = items[len(items)-1]
 		}
 		untilRedisTime(b, rdb, last.Deadline.Add(time.Millisecond))
-		rt.n.Store(0)
+		rt.Store(0)
 		b.StartTimer()
 		total := 0
 		for {
@@ -181,7 +167,7 @@ func BenchmarkTidy100k(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		trips += rt.n.Load()
+		trips += rt.Load()
 		if total != leases {
 			b.Fatalf("tidied %d, want %d", total, leases)
 		}

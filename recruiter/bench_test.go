@@ -82,7 +82,7 @@ func BenchmarkSlice(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			srv := redistest.Start(b)
 			rdb := srv.Client(b)
-			counter := &roundTrips{}
+			counter := &redistest.RoundTrips{}
 			rdb.AddHook(counter)
 			rec, err := recruiter.New(rdb, recruiter.Config{Inline: mode.inline, RandFunc: fixedRoll(0)})
 			if err != nil {
@@ -97,7 +97,7 @@ func BenchmarkSlice(b *testing.B) {
 			rec.Enlist(context.Background()) // load the scripts
 			<-started
 			waitIdle(rec)
-			before := counter.n.Load()
+			before := counter.Load()
 			var toStart time.Duration
 			b.ResetTimer()
 			for range b.N {
@@ -112,7 +112,7 @@ func BenchmarkSlice(b *testing.B) {
 				b.Fatalf("%d of %d enlistments ran", js.Ran-1, b.N)
 			}
 			b.ReportMetric(float64(toStart.Nanoseconds())/float64(b.N), "start-ns")
-			b.ReportMetric(float64(counter.n.Load()-before)/float64(b.N), "roundtrips/slice")
+			b.ReportMetric(float64(counter.Load()-before)/float64(b.N), "roundtrips/slice")
 			rec.Shutdown(context.Background())
 		})
 	}

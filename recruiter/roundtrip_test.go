@@ -6,30 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
 )
-
-// roundTrips counts the commands (and pipelines) a client sends: each is
-// one round trip to Redis.
-type roundTrips struct{ n atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
 
 // TestRoundTripsPerSlice pins the recruiter's own Redis cost: two round
 // trips for a slice (lock, then release or cooldown), two for a skip (lock,
@@ -41,7 +20,7 @@ func TestRoundTripsPerSlice(t *testing.T) {
 	roll.Store(0.0)
 	b := setup(t, recruiter.Config{Inline: true, Prefix: "rt", NowFunc: clock.Now,
 		RandFunc: func() float64 { return roll.Load().(float64) }})
-	counter := &roundTrips{}
+	counter := &redistest.RoundTrips{}
 	b.rdb.AddHook(counter)
 	mustRegister(t, b.rec, recruiter.Func("plain", noop), recruiter.JobConfig{Rate: 0.4})
 	mustRegister(t, b.rec, recruiter.Func("periodic", noop), recruiter.JobConfig{Rate: 0.4, Every: time.Minute})
@@ -62,9 +41,9 @@ func TestRoundTripsPerSlice(t *testing.T) {
 		t.Helper()
 		prepare()
 		roll.Store(r)
-		before := counter.n.Load()
+		before := counter.Load()
 		b.rec.Enlist(ctx)
-		if got := counter.n.Load() - before; got != want {
+		if got := counter.Load() - before; got != want {
 			t.Errorf("%s: %d round trips, want %d", what, got, want)
 		}
 	}
