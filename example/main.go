@@ -83,9 +83,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	a := &app{rdb: rdb, rec: rec}
+	evict, err := evictSessions(rdb)
+	if err != nil {
+		return errors.Join(err, rec.Shutdown(ctx))
+	}
 	if err := errors.Join(
 		// Drain a backlog at once (More releases the lock), then look again once a second.
-		rec.Register(evictSessions(rdb), recruiter.JobConfig{Rate: 0.05, Budget: 50 * time.Millisecond, Every: time.Second}),
+		rec.Register(evict, recruiter.JobConfig{Rate: 0.05, Budget: 50 * time.Millisecond, Every: time.Second}),
 		rec.Register(recruiter.Func("refresh-popular", a.refreshPopular), recruiter.JobConfig{Rate: 0.02, Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
 	); err != nil {
 		return errors.Join(err, rec.Shutdown(ctx))

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -15,12 +15,6 @@ const (
 	sessionsKey   = "example:sessions" // member -> expiry, unix ms
 	sessionsSeed  = 500
 	sessionsBatch = 100 // the most sessions one slice evicts
-)
-
-var (
-	//go:embed evict.lua
-	evictSource string
-	evictScript = redis.NewScript(evictSource)
 )
 
 // seedSessions replaces the session store with sessionsSeed sessions: every
@@ -43,15 +37,12 @@ func seedSessions(ctx context.Context, rdb redis.Cmdable, now time.Time) error {
 	return err
 }
 
-// evictSessions is the job that a cron would otherwise run: each slice
-// removes one bounded batch, and a full batch reports More so the next
-// recruit continues at once.
-func evictSessions(rdb redis.Scripter) recruiter.Job {
-	return recruiter.Func("evict-sessions", func(ctx context.Context) (recruiter.Report, error) {
-		n, err := evictScript.Run(ctx, rdb, []string{sessionsKey}, time.Now().UnixMilli(), sessionsBatch).Int()
-		if err != nil {
-			return recruiter.Report{}, fmt.Errorf("evict sessions: %w", err)
-		}
-		return recruiter.Report{Items: n, More: n == sessionsBatch}, nil
+// evictSessions is the job that a cron would otherwise run: the built-in
+// eviction of sorted-set members scored by expiry, one bounded batch a
+// slice here, so that the status page shows the slices come and go; a
+// full batch reports More, so the next recruit continues at once.
+func evictSessions(rdb redis.Scripter) (recruiter.Job, error) {
+	return jobs.EvictExpiredMembers(rdb, sessionsKey, jobs.EvictConfig{
+		Batch: sessionsBatch, MaxBatches: 1, Name: "evict-sessions",
 	})
 }
