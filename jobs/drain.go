@@ -129,7 +129,10 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		if err != nil {
 			return s.report, j.wrap(err)
 		}
-		outcomes := j.handle(ctx, s, items)
+		// The leases began at most when the claim was sent: measured on
+		// this process's clock, no skew with Redis's matters.
+		leaseEnd := began.Add(j.q.Config().Lease)
+		outcomes := j.handle(ctx, s, items, leaseEnd)
 		settled, released, err := j.finish(ctx, outcomes, items[len(outcomes):])
 		s.report.Items += settled
 		s.report.More = len(items) == n || released > 0
@@ -162,10 +165,12 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 	return int(min(int64(j.cfg.Batch), int64(avail/mean)))
 }
 
-// handle runs the handler on items in order while the budget left fits
-// the slowest item so far and the settling; it returns the outcomes of the
-// items it started, a prefix of items.
-func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item) []queue.Outcome {
+// handle runs the handler on items in order while both the budget left
+// and the batch's lease fit the slowest item so far and the settling; it
+// returns the outcomes of the items it started, a prefix of items. A
+// handler's context ends with the lease too: an item settled after its
+// lease expired would be thrown away (another claim may own it by then).
+func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item, leaseEnd time.Time) []queue.Outcome {
 	outcomes := make([]queue.Outcome, 0, len(items))
 	for _, it := range items {
 		if ctx.Err() != nil {
@@ -174,8 +179,14 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item
 		if left, ok := remaining(ctx); ok && s.started > 0 && left < s.slowest+2*s.rtt {
 			break
 		}
+		settleBy := leaseEnd.Add(-2 * s.rtt)
+		if time.Until(settleBy) <= s.slowest {
+			break
+		}
+		hctx, cancel := context.WithDeadline(ctx, settleBy)
 		began := time.Now()
-		result, err := j.call(ctx, s, it)
+		result, err := j.call(hctx, s, it)
+		cancel()
 		took := time.Since(began)
 		s.busy += took
 		s.slowest = max(s.slowest, took)
@@ -214,6 +225,11 @@ func (j *drainJob) finish(ctx context.Context, outcomes []queue.Outcome, unstart
 		st, settleErr = j.q.Settle(rctx, outcomes...)
 		cancel()
 		settled = st.Acked + st.Retried + st.Dead
+		if len(st.Lost) > 0 && settleErr == nil {
+			// Not silent: the dashboards should show handled work thrown away.
+			settleErr = fmt.Errorf("%w: %d of %d items' leases ended before they were settled (is the queue's Lease shorter than a batch?)",
+				queue.ErrLeaseLost, len(st.Lost), len(outcomes))
+		}
 	}
 	if len(unstarted) > 0 {
 		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)

@@ -259,9 +259,55 @@ func TestDrainLostLeaseIsNotCounted(t *testing.T) {
 		}
 		return []byte("too late"), nil
 	}
-	wantReport(t, mustSlice(t, mustDrain(t, b.q, late, jobs.DrainConfig{}), 10*time.Second), recruiter.Report{Items: 0}, "a lost lease")
+	// The lost lease is not counted, and not silent: the slice reports it.
+	rep, _, err := runSlice(t, mustDrain(t, b.q, late, jobs.DrainConfig{}), 10*time.Second)
+	if !errors.Is(err, queue.ErrLeaseLost) || rep.Items != 0 {
+		t.Fatalf("Run = %+v, %v; want no items and an error wrapping queue.ErrLeaseLost", rep, err)
+	}
 	wantStats(t, b.q, queue.Stats{Pending: 1})
 	if it := mustClaim(t, b.q, 1, 1)[0]; it.Attempt != 2 {
 		t.Errorf("reclaimed at attempt %d, want 2", it.Attempt)
+	}
+}
+
+// TestDrainRespectsTheLease: with a lease shorter than a batch's handling
+// and a tidier returning expired leases meanwhile, Drain starts no item
+// whose lease cannot cover it and settles every item it handled: none is
+// thrown away, retried or dead-lettered for a lease that ran out.
+func TestDrainRespectsTheLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{Lease: 60 * time.Millisecond, MaxAttempts: 1})
+	enqueue(t, b.q, "item-", 10)
+	stopTidy := make(chan struct{})
+	tidied := make(chan struct{})
+	go func() { // an adversary: returns expired leases as soon as they expire
+		defer close(tidied)
+		for {
+			select {
+			case <-stopTidy:
+				return
+			case <-time.After(time.Millisecond):
+				b.q.Tidy(context.Background(), queue.BatchMax)
+			}
+		}
+	}()
+	defer func() { close(stopTidy); <-tidied }()
+	c := &calls{}
+	handler := func(ctx context.Context, it queue.Item) ([]byte, error) {
+		time.Sleep(15 * time.Millisecond)
+		return echo(c)(ctx, it)
+	}
+	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batch: 10})
+	for range 20 {
+		if mustStats(t, b.q).Pending == 0 {
+			break
+		}
+		if _, _, err := runSlice(t, job, time.Second); err != nil {
+			t.Fatalf("a slice failed: %v", err)
+		}
+	}
+	s := mustStats(t, b.q)
+	if s.Pending != 0 || s.Leased != 0 || s.Dead != 0 || s.Delayed != 0 || c.total() != 10 {
+		t.Fatalf("Stats %+v after %d handled; want all 10 acked, none dead for a lost lease", s, c.total())
 	}
 }
