@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"time"
 
@@ -42,15 +43,8 @@ func (c TidyConfig) withDefaults() TidyConfig {
 // attempt, with [queue.Queue.Tidy]. A slice's Items counts the leases
 // handed back; More says that its last batch was full.
 func TidyStale(q *queue.Queue, cfg TidyConfig) (recruiter.Job, error) {
-	if q == nil {
-		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
-	}
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	name := cmp.Or(cfg.Name, jobName("tidy", q.Name()))
-	return &countJob{name: name, batch: cfg.Batch, maxBatches: cfg.MaxBatches, timeout: cfg.RedisTimeout, step: q.Tidy}, nil
+	return queueJob(q, "tidy", (*queue.Queue).Tidy, cfg.validate(), cfg.Batch, cfg.MaxBatches, cfg.Name, cfg.RedisTimeout)
 }
 
 // PromoteConfig configures [PromoteDue]. The zero value is valid: every
@@ -86,13 +80,25 @@ func (c PromoteConfig) withDefaults() PromoteConfig {
 // [queue.Queue.Promote]. A slice's Items counts the items moved; More says
 // that its last batch was full.
 func PromoteDue(q *queue.Queue, cfg PromoteConfig) (recruiter.Job, error) {
+	cfg = cfg.withDefaults()
+	return queueJob(q, "promote", (*queue.Queue).Promote, cfg.validate(), cfg.Batch, cfg.MaxBatches, cfg.Name, cfg.RedisTimeout)
+}
+
+// queueJob is the countJob of one of q's maintenance steps, once its
+// config is checked (invalid is validate's result).
+func queueJob(q *queue.Queue, kind string, step func(*queue.Queue, context.Context, int) (int, error),
+	invalid error, batch, maxBatches int, name string, timeout time.Duration) (recruiter.Job, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
 	}
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if invalid != nil {
+		return nil, invalid
 	}
-	name := cmp.Or(cfg.Name, jobName("promote", q.Name()))
-	return &countJob{name: name, batch: cfg.Batch, maxBatches: cfg.MaxBatches, timeout: cfg.RedisTimeout, step: q.Promote}, nil
+	return &countJob{
+		name:       cmp.Or(name, jobName(kind, q.Name())),
+		batch:      batch,
+		maxBatches: maxBatches,
+		timeout:    timeout,
+		step:       func(ctx context.Context, max int) (int, error) { return step(q, ctx, max) },
+	}, nil
 }
