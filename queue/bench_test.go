@@ -181,7 +181,7 @@ func BenchmarkTidy100k(b *testing.B) {
 
 func keysOf(q *queue.Queue) []string {
 	var ks []string
-	for _, k := range []string{"pending", "leases", "values", "attempts", "tokens", "ready", "causes", "delayed", "dead", "seq"} {
+	for _, k := range []string{"pending", "leases", "values", "attempts", "ready", "causes", "delayed", "dead", "seq", "results", "expiring"} {
 		ks = append(ks, tagOf(q)+":"+k)
 	}
 	return ks

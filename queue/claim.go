@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,7 +35,8 @@ type Item struct {
 	Attempt int
 	// Deadline is when the lease ends, by Redis's clock.
 	Deadline time.Time
-	// Token identifies the claim; it is unique within the queue.
+	// Token identifies the claim: no two claims of one item share a token.
+	// It is opaque ("attempt-number" today), never empty.
 	Token string
 }
 
@@ -65,23 +67,29 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]Item, error) {
 	if err := checkCount("Claim n", n); err != nil {
 		return nil, err
 	}
-	reply, err := claimScript.Run(ctx, q.rdb, q.k.claimKeys, n, q.cfg.Lease.Milliseconds()).Slice()
+	reply, err := claimScript.Run(ctx, q.rdb, q.k.claimKeys, n, q.cfg.Lease.Milliseconds(), encodingPin).Slice()
 	if err != nil {
 		return nil, q.wrap("claim", err)
 	}
-	if len(reply) < 1 || (len(reply)-1)%4 != 0 {
+	if len(reply) == 1 {
+		return []Item{}, nil // nothing pending
+	}
+	if len(reply) < 2 || len(reply)%3 != 2 {
 		return nil, q.wrap("claim", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
 	}
-	deadline, _ := reply[0].(int64)
-	items := make([]Item, 0, (len(reply)-1)/4)
-	for i := 1; i < len(reply); i += 4 {
+	ms, _ := reply[0].(int64)
+	deadline := time.UnixMilli(ms)
+	// A token is the attempt and the claim's "-number": the script sends
+	// the number once rather than a token per item.
+	suffix, _ := reply[1].(string)
+	items := make([]Item, 0, len(reply)/3)
+	for i := 2; i < len(reply); i += 3 {
 		id, _ := reply[i].(string)
 		payload, _ := reply[i+1].(string)
 		attempt, _ := reply[i+2].(int64)
-		token, _ := reply[i+3].(string)
 		items = append(items, Item{
 			ID: id, Payload: []byte(payload), Attempt: int(attempt),
-			Deadline: time.UnixMilli(deadline), Token: token,
+			Deadline: deadline, Token: strconv.FormatInt(attempt, 10) + suffix,
 		})
 	}
 	return items, nil

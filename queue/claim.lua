@@ -1,29 +1,45 @@
 -- Claim: lease up to n items from the head (right end) of pending.
 -- KEYS[1]: pending (list)    KEYS[2]: leases (zset)    KEYS[3]: values (hash)
--- KEYS[4]: attempts (hash)   KEYS[5]: tokens (hash)    KEYS[6]: seq (counter)
--- KEYS[7]: delayed (zset)    KEYS[8]: dead (zset)      KEYS[9]: causes (hash)
+-- KEYS[4]: attempts (hash)   KEYS[5]: seq (counter)    KEYS[6]: delayed (zset)
+-- KEYS[7]: dead (zset)       KEYS[8]: causes (hash)
 -- ARGV[1]: n, at most BatchMax   ARGV[2]: lease length in ms
--- Returns {deadline ms, then id, payload, attempt, token per item}.
+-- ARGV[3]: the encoding pin (see encodingPin in queue.go): the member of
+-- leases scored +inf, the field "" of attempts
+-- Returns {deadline ms, "-number" of this claim, then id, payload, attempt
+-- per item}. An item's token is its attempt followed by that "-number";
+-- its attempts field holds the token while it is leased, and only the
+-- count otherwise.
 -- Malformed entries do not stop it: an id already leased, delayed, dead or
--- met earlier in this call is a duplicate and is dropped; one without a
--- value is dead-lettered. Their places are refilled once, so at most 2n
--- entries are looked at. Bulk commands keep the cost per item small.
+-- met earlier in this call is a duplicate and is dropped (so is the empty
+-- id, which names the pin); one without a value is dead-lettered. Their places are refilled once, so at most 2n
+-- entries are looked at.
 -- Redis does not roll back a script that fails half-way (a key of the
 -- wrong type), so ids are only peeked at first and trimmed from pending
 -- last: a failure leaves them pending, never lost.
+-- Cost: one bulk command per structure, and no number turned into a string
+-- per item (Lua's tostring is dearer than most Redis commands here).
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local deadline = now + tonumber(ARGV[2])
-local out = {deadline}
 if redis.call('LLEN', KEYS[1]) == 0 then
-  return out -- an empty poll writes nothing
+  return {deadline} -- an empty poll writes nothing
 end
--- Reserve tokens first: INCRBY fails on a malformed counter before any
--- other write (a burnt range of tokens is harmless).
-local seq = redis.call('INCRBY', KEYS[6], n) - n
+-- One claim number for the whole call: a token only has to differ from
+-- the item's earlier claims. INCR fails on a malformed counter before any
+-- other write.
+local suffix = string.format('-%d', redis.call('INCR', KEYS[5]))
+local deadlineText, nowText = tostring(deadline), tostring(now)
+local out, nout = {deadline, suffix}, 2
+-- The pin goes first: Redis picks a new key's encoding by it, and moves
+-- an existing small key to the faster encoding before the batch goes in.
+local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
+local dead, causes, ndead = {}, {}, 0
+local tokenOf = {} -- attempt → token, built once per attempt count
 local got, looked, seen = 0, 0, {}
-local leases, tokens, attempts, dead, causes = {}, {}, {}, {}, {}
+-- A healthy queue has nothing delayed or dead: then no lookups there.
+local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
+local anyDead = redis.call('EXISTS', KEYS[7]) == 1
 for _ = 1, 2 do
   local want = n - got
   if want == 0 then
@@ -36,33 +52,38 @@ for _ = 1, 2 do
   end
   looked = looked + #ids
   local values = redis.call('HMGET', KEYS[3], unpack(ids))
-  local leased = redis.call('HMGET', KEYS[5], unpack(ids))
-  local delayed = redis.call('ZMSCORE', KEYS[7], unpack(ids))
-  local buried = redis.call('ZMSCORE', KEYS[8], unpack(ids))
   local counts = redis.call('HMGET', KEYS[4], unpack(ids))
+  local delayed = anyDelayed and redis.call('ZMSCORE', KEYS[6], unpack(ids)) or {}
+  local buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
   for i = #ids, 1, -1 do
-    local id = ids[i]
-    if not (seen[id] or leased[i] or delayed[i] or buried[i]) then
+    local id, count = ids[i], counts[i]
+    -- A count with a token ("attempt-number") is a live lease.
+    local leased = count and string.find(count, '-', 1, true)
+    if not (seen[id] or leased or delayed[i] or buried[i] or id == '') then
       seen[id] = true
       if values[i] then
         got = got + 1
-        local attempt = (tonumber(counts[i]) or 0) + 1
-        local token = tostring(seq + got)
-        leases[#leases + 1] = deadline
-        leases[#leases + 1] = id
-        tokens[#tokens + 1] = id
-        tokens[#tokens + 1] = token
-        attempts[#attempts + 1] = id
-        attempts[#attempts + 1] = attempt
-        out[#out + 1] = id
-        out[#out + 1] = values[i]
-        out[#out + 1] = attempt
-        out[#out + 1] = token
+        local attempt = (tonumber(count) or 0) + 1
+        local token = tokenOf[attempt]
+        if not token then
+          token = attempt .. suffix
+          tokenOf[attempt] = token
+        end
+        leases[nleases + 1] = deadlineText
+        leases[nleases + 2] = id
+        attempts[nleases + 1] = id
+        attempts[nleases + 2] = token
+        nleases = nleases + 2
+        out[nout + 1] = id
+        out[nout + 2] = values[i]
+        out[nout + 3] = attempt
+        nout = nout + 3
       else
-        dead[#dead + 1] = now
-        dead[#dead + 1] = id
-        causes[#causes + 1] = id
-        causes[#causes + 1] = 'malformed: pending id has no stored value'
+        dead[ndead + 1] = nowText
+        dead[ndead + 2] = id
+        causes[ndead + 1] = id
+        causes[ndead + 2] = 'malformed: pending id has no stored value'
+        ndead = ndead + 2
       end
     end
   end
@@ -72,12 +93,11 @@ for _ = 1, 2 do
 end
 if got > 0 then
   redis.call('ZADD', KEYS[2], unpack(leases))
-  redis.call('HSET', KEYS[5], unpack(tokens))
   redis.call('HSET', KEYS[4], unpack(attempts))
 end
-if #dead > 0 then
-  redis.call('ZADD', KEYS[8], unpack(dead))
-  redis.call('HSET', KEYS[9], unpack(causes))
+if ndead > 0 then
+  redis.call('ZADD', KEYS[7], unpack(dead))
+  redis.call('HSET', KEYS[8], unpack(causes))
 end
 redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
 return out

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -170,7 +171,8 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 
 // claimRecord is one logged claim.
 type claimRecord struct {
-	token    int64
+	token    string
+	claim    int64 // the claim's number, from the token "attempt-number"
 	deadline int64 // ms, Redis clock
 }
 
@@ -189,12 +191,13 @@ func readWorkerLogs(t *testing.T, procs []*workerProc) (map[string][]claimRecord
 			f := strings.Fields(sc.Text())
 			switch {
 			case len(f) == 4 && f[0] == "C":
-				token, err1 := strconv.ParseInt(f[2], 10, 64)
+				_, number, _ := strings.Cut(f[2], "-")
+				claim, err1 := strconv.ParseInt(number, 10, 64)
 				deadline, err2 := strconv.ParseInt(f[3], 10, 64)
 				if err1 != nil || err2 != nil {
 					t.Fatalf("%s: bad line %q", w.log, sc.Text())
 				}
-				claims[f[1]] = append(claims[f[1]], claimRecord{token, deadline})
+				claims[f[1]] = append(claims[f[1]], claimRecord{f[2], claim, deadline})
 			case len(f) == 3 && f[0] == "A":
 				acks[f[1]]++
 			}
@@ -202,7 +205,7 @@ func readWorkerLogs(t *testing.T, procs []*workerProc) (map[string][]claimRecord
 		_ = f.Close()
 	}
 	for _, cs := range claims {
-		slices.SortFunc(cs, func(a, b claimRecord) int { return int(a.token - b.token) })
+		slices.SortFunc(cs, func(a, b claimRecord) int { return cmp.Compare(a.claim, b.claim) })
 	}
 	return claims, acks
 }
@@ -213,12 +216,8 @@ func checkResults(t *testing.T, q *queue.Queue, rdb *redis.Client, ids, payloads
 	t.Helper()
 	ctx := testContext(t)
 	tag := tagOf(q)
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, tag+":result:"+id)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	stored, err := rdb.HMGet(ctx, tag+":results", ids...).Result()
+	if err != nil {
 		t.Fatalf("read results: %v", err)
 	}
 	for i, id := range ids {
@@ -226,22 +225,22 @@ func checkResults(t *testing.T, q *queue.Queue, rdb *redis.Client, ids, payloads
 		if len(cs) == 0 {
 			t.Fatalf("item %s was never claimed (logged)", id)
 		}
-		// Stored as "token:result": the token is the last claim's.
-		want := strconv.FormatInt(cs[len(cs)-1].token, 10) + ":r:" + payloads[i]
-		if got := cmds[i].Val(); got != want {
-			t.Fatalf("item %s: stored result %q, want %q", id, got, want)
+		// Stored as "expiry:token:result": the token is the last claim's.
+		s, _ := stored[i].(string)
+		_, got, _ := strings.Cut(s, ":")
+		if want := cs[len(cs)-1].token + ":r:" + payloads[i]; got != want {
+			t.Fatalf("item %s: stored result %q, want %q", id, s, want)
 		}
 	}
 	if r, err := q.Result(ctx, ids[0]); string(r) != "r:"+payloads[0] || err != nil {
 		t.Fatalf("Result = %q, %v", r, err)
 	}
-	results, err := rdb.Keys(ctx, tag+":result:*").Result()
-	if err != nil || len(results) != len(ids) {
-		t.Fatalf("%d result keys (%v), want %d", len(results), err, len(ids))
+	if n := itemFields(t, rdb, tag+":results"); n != len(ids) {
+		t.Fatalf("%d results, want %d", n, len(ids))
 	}
-	for _, h := range []string{"values", "attempts", "tokens", "ready", "causes", "waiting"} {
-		if n, err := rdb.HLen(ctx, tag+":"+h).Result(); n != 0 || err != nil {
-			t.Errorf("%s has %d fields (%v), want none", h, n, err)
+	for _, h := range []string{"values", "attempts", "ready", "causes", "waiting"} {
+		if n := itemFields(t, rdb, tag+":"+h); n != 0 {
+			t.Errorf("%s has %d fields, want none", h, n)
 		}
 	}
 }
@@ -254,7 +253,7 @@ func checkNoOverlappingLeases(t *testing.T, claims map[string][]claimRecord, lea
 	for id, cs := range claims {
 		for k := 1; k < len(cs); k++ {
 			if began := cs[k].deadline - lease.Milliseconds(); began < cs[k-1].deadline {
-				t.Fatalf("item %s: claim %d began at %d, before claim %d's lease ended at %d",
+				t.Fatalf("item %s: claim %s began at %d, before claim %s's lease ended at %d",
 					id, cs[k].token, began, cs[k-1].token, cs[k-1].deadline)
 			}
 		}

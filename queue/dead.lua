@@ -9,6 +9,6 @@ for i = 1, #entries, 2 do
   out[#out + 1] = id
   out[#out + 1] = tonumber(entries[i + 1])
   out[#out + 1] = redis.call('HGET', KEYS[2], id) or ''
-  out[#out + 1] = tonumber(redis.call('HGET', KEYS[3], id)) or 0
+  out[#out + 1] = tonumber(string.match(redis.call('HGET', KEYS[3], id) or '', '^%d+')) or 0
 end
 return out

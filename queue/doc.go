@@ -62,19 +62,43 @@
 //	…:delayed   zset id → when the retry is due (ms)
 //	…:dead      zset id → when it was dead-lettered (ms)
 //	…:values    hash id → payload
-//	…:attempts  hash id → claims so far
-//	…:tokens    hash id → current claim token
+//	…:attempts  hash id → claims so far; while leased, the claim token
+//	            "attempt-number" (so one lookup gives both)
 //	…:ready     hash id → when it last became pending (ms)
 //	…:causes    hash id → why it last failed
 //	…:waiting   hash id → 1 while a Wait may block on it
-//	…:seq       counter of claim tokens
-//	…:result:ID string "token:result", expires after ResultRetention
+//	…:seq       counter of claims (one number per Claim call)
+//	…:results   hash id → "expiry ms:token:result" of an acked item
+//	…:expiring  list of "expiry ms:id" of the results, in expiry order
 //	…:notify:ID list that wakes Wait, expires a minute after use
+//
+// A result is readable until its expiry, by Redis's clock. Each Settle
+// then drops up to two expired results per item it settles, and Tidy up
+// to its max, so results cannot pile up while the queue is in use; the
+// results and expiring keys themselves expire after the last result in
+// them, so an idle queue keeps none either. (One hash rather than a key
+// per result: one bulk HSET per batch instead of a SET per item, which was
+// the largest single cost of an Ack.) Processes that disagree on
+// ResultRetention are safe: the keys live as long as the longest, and a
+// short-lived result behind a longer one in expiring is dropped when that
+// one is, unreadable meanwhile.
+//
+// Values, ready, attempts and results hold the field "", and leases a
+// member scored +inf, whose text ("worksteal: this entry keeps the key in
+// Redis's hashtable encoding …") is longer than 64 bytes: that keeps each
+// of them in Redis's hash table or skiplist encoding for good.
+// Small hashes and sorted sets are otherwise listpacks, whose every lookup
+// scans the key: a batch of 100 going in and out of one costs quadratic
+// time, which was about half the Redis time of a claim and its settle.
+// No id can be "", and no lease reaches +inf; Stats leaves the pin out.
 //
 // Times come from Redis's TIME, never from the callers' clocks. Every
 // operation costs O(k log n) for its k items in a queue of n: no call scans
-// a whole list or set. Ids are 128 random bits made by the caller's
-// process, not by a Redis counter, so an Enqueue script call that the
-// client resends after a lost reply adds nothing twice. Requires Redis 6.2 or
-// later (BLMOVE).
+// a whole list or set. Inside the scripts, per item, Lua makes no number
+// into a string (its tostring is slower than most Redis commands here) and
+// every structure is read and written with one bulk command per batch.
+// Ids are 128 random bits made by the caller's process, not by a Redis
+// counter, so an Enqueue script call that the client resends after a lost
+// reply adds nothing twice. Requires Redis 6.2 or later (BLMOVE); the
+// scripts also run on miniredis, for the example service.
 package queue

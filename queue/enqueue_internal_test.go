@@ -17,7 +17,7 @@ func TestEnqueueScriptIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	args := []any{newID(), "a", newID(), "b"}
+	args := []any{encodingPin, newID(), "a", newID(), "b"}
 	for i, want := range []int{2, 0} {
 		n, err := enqueueScript.Run(ctx, rdb, q.k.enqueueKeys, args...).Int()
 		if n != want || err != nil {

@@ -1,8 +1,10 @@
 -- Extend: move the deadline of a lease that is still ours.
--- KEYS[1]: leases (zset)   KEYS[2]: tokens (hash)
+-- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)
 -- ARGV[1]: id   ARGV[2]: claim token   ARGV[3]: new lease length in ms
--- Returns the new deadline in ms, or -1 if the claim is no longer current.
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then
+-- Returns the new deadline in ms, or -1 if the claim is no longer current
+-- (the item's attempts field holds its token, "attempt-claim", while it
+-- is leased, and the bare count otherwise: a token without '-' is forged).
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] or not string.find(ARGV[2], '-', 1, true) then
   return -1
 end
 local t = redis.call('TIME')

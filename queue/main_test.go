@@ -142,6 +142,25 @@ func wantCounts(t testing.TB, q *queue.Queue, want queue.Stats) {
 	}
 }
 
+// itemFields counts the fields of a queue hash that belong to items: all
+// but the field "" that keeps the hash in Redis's hashtable encoding.
+func itemFields(t testing.TB, rdb redis.UniversalClient, key string) int {
+	t.Helper()
+	ctx := context.Background()
+	n, err := rdb.HLen(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("HLEN %s: %v", key, err)
+	}
+	pinned, err := rdb.HExists(ctx, key, "").Result()
+	if err != nil {
+		t.Fatalf("HEXISTS %s: %v", key, err)
+	}
+	if pinned {
+		n--
+	}
+	return int(n)
+}
+
 func wantErr(t testing.TB, err, target error, what string) {
 	t.Helper()
 	if !errors.Is(err, target) {

@@ -4,7 +4,8 @@
 -- Returns how many it moved, the earliest due first. Pushed before they
 -- are removed, so a failed script cannot lose them.
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- A string, made once: Lua turns a number into a string slowly.
+local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 if #ids == 0 then
   return 0

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -23,6 +22,10 @@ var (
 	//go:embed stats.lua
 	statsSource string
 	statsScript = redis.NewScript(statsSource)
+
+	//go:embed result.lua
+	resultSource string
+	resultScript = redis.NewScript(resultSource)
 )
 
 // Queue is a reliable work queue in Redis: at-least-once delivery through
@@ -42,14 +45,15 @@ type keys struct {
 	pending  string // list of ids; enqueue at the left, claim from the right
 	leases   string // zset id → lease deadline (ms, Redis clock)
 	values   string // hash id → payload, until acked or purged
-	attempts string // hash id → claims so far
-	tokens   string // hash id → current claim token, while leased
+	attempts string // hash id → claims so far, "attempt-claim" (the token) while leased
 	ready    string // hash id → when it last became pending (ms)
 	causes   string // hash id → why it last failed
 	waiting  string // hash id → 1 while a Wait may be blocked on it
 	delayed  string // zset id → when it is due (ms)
 	dead     string // zset id → when it was dead-lettered (ms)
-	seq      string // counter of claim tokens
+	seq      string // counter of claims
+	results  string // hash id → "expiry ms:token:result" of an acked item
+	expiring string // list of "expiry ms:id" of results, in expiry order
 
 	// Key lists of the scripts that take no per-id keys, built once.
 	enqueueKeys, statsKeys []string
@@ -57,7 +61,7 @@ type keys struct {
 	tidyKeys, promoteKeys  []string
 	requeueKeys, purgeKeys []string
 	deadKeys, extendKeys   []string
-	settleKeys             []string
+	settleKeys, resultKeys []string
 }
 
 func newKeys(prefix, name string) keys {
@@ -68,37 +72,43 @@ func newKeys(prefix, name string) keys {
 		leases:   tag + ":leases",
 		values:   tag + ":values",
 		attempts: tag + ":attempts",
-		tokens:   tag + ":tokens",
 		ready:    tag + ":ready",
 		causes:   tag + ":causes",
 		waiting:  tag + ":waiting",
 		delayed:  tag + ":delayed",
 		dead:     tag + ":dead",
 		seq:      tag + ":seq",
+		results:  tag + ":results",
+		expiring: tag + ":expiring",
 	}
 	k.enqueueKeys = []string{k.pending, k.values, k.ready}
 	k.statsKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready}
-	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.tokens, k.seq, k.delayed, k.dead, k.causes}
-	k.releaseKeys = []string{k.leases, k.tokens, k.attempts, k.pending}
-	k.extendKeys = []string{k.leases, k.tokens}
-	k.settleKeys = []string{k.leases, k.values, k.attempts, k.tokens, k.ready, k.causes, k.delayed, k.dead, k.waiting}
-	k.tidyKeys = []string{k.leases, k.tokens, k.attempts, k.pending, k.dead, k.causes, k.ready}
+	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes}
+	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
+	k.extendKeys = []string{k.leases, k.attempts}
+	k.settleKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.expiring}
+	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
 	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting}
 	k.deadKeys = []string{k.dead, k.causes, k.attempts}
+	k.resultKeys = []string{k.results}
 	return k
 }
 
-// result is the key of an acked item's result, "token:result" (the token
-// of the claim that acked it, so a resent Ack is recognised), expiring
-// after ResultRetention. Per-id keys rather than one hash: Redis before
-// 7.4 cannot expire a hash field, and results must go away even when
-// nobody tidies.
-func (k keys) result(id string) string { return k.tag + ":result:" + id }
-
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
+
+// encodingPin is stored once in each hash and sorted set that the scripts
+// fill and empty by whole batches (values, ready, attempts, results as the
+// field "", which no id can be; leases as a member scored +inf, which no
+// lease can reach). Redis keeps a small hash or sorted set as a listpack,
+// in which every lookup scans the whole key: with a batch of 100 going in
+// and out, that was about half of a claim's and a settle's Redis time. A
+// value longer than hash-max-listpack-value and zset-max-listpack-value
+// (64 by default) moves the key to Redis's hash table and skiplist
+// encodings, for good: O(1) and O(log n) per item whatever the batch.
+const encodingPin = "worksteal: this entry keeps the key in Redis's hashtable encoding (see package queue)"
 
 // New returns the queue called name, whose keys start with cfg.Prefix. The
 // name is 1 to 128 of [A-Za-z0-9._-]. New makes no Redis call.
@@ -174,7 +184,8 @@ func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) (ids []stri
 			size += len(payloads[end])
 			end++
 		}
-		args := make([]any, 0, 2*(end-start))
+		args := make([]any, 0, 1+2*(end-start))
+		args = append(args, encodingPin)
 		chunk := make([]string, 0, end-start)
 		for _, p := range payloads[start:end] {
 			id := newID()
@@ -209,15 +220,14 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty id", ErrInvalidArgument)
 	}
-	v, err := q.rdb.Get(ctx, q.k.result(id)).Bytes()
+	v, err := resultScript.Run(ctx, q.rdb, q.k.resultKeys, id).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: no result for %s", ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, q.wrap("result", err)
 	}
-	_, result, _ := bytes.Cut(v, []byte(":"))
-	return result, nil
+	return []byte(v), nil
 }
 
 // Stats is a snapshot of a queue, read in one atomic step.
@@ -236,7 +246,7 @@ type Stats struct {
 
 // Stats reads the queue's counts in O(log n).
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	r, err := statsScript.Run(ctx, q.rdb, q.k.statsKeys).Int64Slice()
+	r, err := statsScript.Run(ctx, q.rdb, q.k.statsKeys, encodingPin).Int64Slice()
 	if err != nil {
 		return Stats{}, q.wrap("stats", err)
 	}

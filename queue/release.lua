@@ -1,21 +1,22 @@
 -- Release: hand claimed items back to the head of pending, uncounted.
--- KEYS[1]: leases (zset)   KEYS[2]: tokens (hash)   KEYS[3]: attempts (hash)
--- KEYS[4]: pending (list)
+-- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)   KEYS[3]: pending (list)
 -- ARGV: id, claim token, id, claim token, ... (at most BatchMax pairs)
 -- Returns how many were released; an item whose claim is no longer current
 -- is left alone. Their ready times are kept: they were next in line.
+-- A leased item's attempts field is its token, "attempt-claim": it goes
+-- back to the count before this claim, or away if that is 0.
 local asked = {}
 for i = 1, #ARGV, 2 do
   asked[#asked + 1] = ARGV[i]
 end
 local current = redis.call('HMGET', KEYS[2], unpack(asked))
-local counts = redis.call('HMGET', KEYS[3], unpack(asked))
 local ids, keep, drop, seen = {}, {}, {}, {}
 for i, id in ipairs(asked) do
-  if current[i] == ARGV[2 * i] and not seen[id] then
+  -- A bare count ("2", not leased) is no token, even when sent as one.
+  if current[i] == ARGV[2 * i] and not seen[id] and string.find(current[i], '-', 1, true) then
     seen[id] = true
     ids[#ids + 1] = id
-    local attempt = (tonumber(counts[i]) or 1) - 1
+    local attempt = (tonumber(string.match(current[i], '^%d+')) or 1) - 1
     if attempt > 0 then
       keep[#keep + 1] = id
       keep[#keep + 1] = attempt
@@ -33,13 +34,12 @@ local back = {}
 for i = #ids, 1, -1 do
   back[#back + 1] = ids[i]
 end
-redis.call('RPUSH', KEYS[4], unpack(back))
+redis.call('RPUSH', KEYS[3], unpack(back))
 redis.call('ZREM', KEYS[1], unpack(ids))
-redis.call('HDEL', KEYS[2], unpack(ids))
 if #keep > 0 then
-  redis.call('HSET', KEYS[3], unpack(keep))
+  redis.call('HSET', KEYS[2], unpack(keep))
 end
 if #drop > 0 then
-  redis.call('HDEL', KEYS[3], unpack(drop))
+  redis.call('HDEL', KEYS[2], unpack(drop))
 end
 return #ids

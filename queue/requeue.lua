@@ -6,7 +6,8 @@
 -- Returns how many it moved. Pushed before they are removed, so a failed
 -- script cannot lose them.
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- A string, made once: Lua turns a number into a string slowly.
+local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
 local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 if #ids == 0 then
   return 0

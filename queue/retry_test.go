@@ -148,8 +148,48 @@ func TestPurgeDeadDeletesTheOldest(t *testing.T) {
 		t.Fatalf("Dead = %+v, %v; want only %s", dead, err, ids[2])
 	}
 	for _, h := range []string{"values", "attempts", "causes"} {
-		if n, err := b.rdb.HLen(ctx, tagOf(b.q)+":"+h).Result(); n != 1 || err != nil {
-			t.Fatalf("%s has %d fields (%v), want 1", h, n, err)
+		if n := itemFields(t, b.rdb, tagOf(b.q)+":"+h); n != 1 {
+			t.Fatalf("%s has %d item fields, want 1", h, n)
+		}
+	}
+}
+
+// An item acked after a failed attempt leaves nothing behind: its cause
+// goes with it, also when a Release came in between (Settle deletes the
+// causes of items acked past their first attempt only).
+func TestAckAfterRetryDropsTheCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	ctx := testContext(t)
+	tag := tagOf(b.q)
+	mustEnqueue(t, b.q, "a", "b")
+	for _, it := range mustClaim(t, b.q, 2, 2) {
+		if err := b.q.Nack(ctx, it, errors.New("boom")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := itemFields(t, b.rdb, tag+":causes"); n != 2 {
+		t.Fatalf("%d causes after the nacks, want 2", n)
+	}
+	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(2*time.Millisecond))
+	if n, err := b.q.Promote(ctx, 10); n != 2 || err != nil {
+		t.Fatalf("Promote = %d, %v; want 2", n, err)
+	}
+	items := mustClaim(t, b.q, 2, 2)
+	if n, err := b.q.Release(ctx, items[1]); n != 1 || err != nil {
+		t.Fatalf("Release = %d, %v", n, err)
+	}
+	again := mustClaim(t, b.q, 1, 1)
+	if items[0].Attempt != 2 || again[0].Attempt != 2 {
+		t.Fatalf("attempts %d and %d, want 2 and 2", items[0].Attempt, again[0].Attempt)
+	}
+	s, err := b.q.Settle(ctx, queue.Outcome{Item: items[0]}, queue.Outcome{Item: again[0]})
+	if err != nil || s.Acked != 2 {
+		t.Fatalf("Settle = %+v, %v", s, err)
+	}
+	for _, h := range []string{"causes", "values", "attempts", "ready"} {
+		if n := itemFields(t, b.rdb, tag+":"+h); n != 0 {
+			t.Errorf("%s has %d item fields after the acks, want none", h, n)
 		}
 	}
 }

@@ -62,12 +62,12 @@ func (q *Queue) Settle(ctx context.Context, outcomes ...Outcome) (Settled, error
 	}
 	for start := 0; start < len(outcomes); start += BatchMax {
 		chunk := outcomes[start:min(start+BatchMax, len(outcomes))]
-		keys := make([]string, 0, len(q.k.settleKeys)+2*len(chunk))
+		keys := make([]string, 0, len(q.k.settleKeys)+len(chunk))
 		keys = append(keys, q.k.settleKeys...)
-		args := make([]any, 0, 3+4*len(chunk))
-		args = append(args, q.cfg.ResultRetention.Milliseconds(), notifyTTL.Milliseconds(), q.cfg.MaxAttempts)
+		args := make([]any, 0, 4+4*len(chunk))
+		args = append(args, q.cfg.ResultRetention.Milliseconds(), notifyTTL.Milliseconds(), q.cfg.MaxAttempts, encodingPin)
 		for _, o := range chunk {
-			keys = append(keys, q.k.result(o.Item.ID), q.k.notify(o.Item.ID))
+			keys = append(keys, q.k.notify(o.Item.ID))
 			err := o.Err
 			if err == nil {
 				err = q.checkPayload("result", o.Result)

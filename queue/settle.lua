@@ -1,22 +1,29 @@
 -- Settle: ack or nack claimed items whose claim token is still current.
--- KEYS[1]: leases (zset)   KEYS[2]: values (hash)   KEYS[3]: attempts (hash)
--- KEYS[4]: tokens (hash)   KEYS[5]: ready (hash)    KEYS[6]: causes (hash)
--- KEYS[7]: delayed (zset)  KEYS[8]: dead (zset)     KEYS[9]: waiting (hash)
--- then per item i (from 0): KEYS[10+2i] its result, KEYS[11+2i] its
--- wake-up list (both in the queue's hash tag).
+-- KEYS[1]: leases (zset)   KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
+-- KEYS[4]: ready (hash)    KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)
+-- KEYS[7]: dead (zset)     KEYS[8]: waiting (hash)   KEYS[9]: results (hash)
+-- KEYS[10]: expiring (list)
+-- then per item i (from 0): KEYS[11+i] its wake-up list (in the queue's
+-- hash tag).
 -- ARGV[1]: result retention ms   ARGV[2]: wake-up list ttl ms
--- ARGV[3]: max attempts
--- then per item i: ARGV[4+4i] id, [5+4i] claim token, [6+4i] the stored
--- result "token:result" (ack) or the cause (nack), [7+4i] -1 for an ack,
--- else the retry backoff in ms.
+-- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
+-- queue.go), the field "" of results
+-- then per item i: ARGV[5+4i] id, [6+4i] claim token, [7+4i] "token:result"
+-- (ack) or the cause (nack), [8+4i] -1 for an ack, else the retry backoff
+-- in ms.
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
 -- for a retry, 3 dead-lettered, 0 claim no longer current (nothing done).
+-- An acked result is stored as "expiry ms:token:result" in results, and
+-- "expiry ms:id" is appended to expiring, in expiry order; each call first
+-- drops up to 2 per item of the results that expired (so results cannot
+-- pile up while the queue is in use), and both keys expire as a whole
+-- after the last result in them (so they go away when it is not).
 -- Redis does not roll back a failed script, so each item is added to its
 -- new place before it is taken from the old: a failure can leave it in two
 -- places (which Claim and Tidy resolve), never in none.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local retention, ttl, maxAttempts = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local retention, ttl, maxAttempts = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local function wake(key)
   if redis.call('EXISTS', key) == 0 then
@@ -26,56 +33,139 @@ local function wake(key)
 end
 
 local ids = {}
-for i = 4, #ARGV, 4 do
+for i = 5, #ARGV, 4 do
   ids[#ids + 1] = ARGV[i]
 end
-local current = redis.call('HMGET', KEYS[4], unpack(ids))
-local waited = redis.call('HMGET', KEYS[9], unpack(ids))
-local codes, acked, seen = {}, {}, {}
+
+-- Expired results first, the oldest first, at most 2 per item. An entry
+-- that does not parse is dropped with them.
+local head = redis.call('LINDEX', KEYS[10], 0)
+if head and (tonumber(string.match(head, '^(%d+):')) or 0) <= now then
+  local entries = redis.call('LRANGE', KEYS[10], 0, 2 * #ids - 1)
+  local gone, n = {}, 0
+  for _, e in ipairs(entries) do
+    local at, id = string.match(e, '^(%d+):(.*)$')
+    if at and tonumber(at) > now then
+      break
+    end
+    n = n + 1
+    gone[#gone + 1] = id
+  end
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[9], unpack(gone))
+  end
+  redis.call('LTRIM', KEYS[10], n, -1)
+end
+
+local current = redis.call('HMGET', KEYS[3], unpack(ids))
+-- Most items have no waiter: an empty waiting hash spares the lookup.
+local waited = {}
+if redis.call('EXISTS', KEYS[8]) == 1 then
+  waited = redis.call('HMGET', KEYS[8], unpack(ids))
+end
+-- "expiry ms:", made once: Lua turns a number into a string slowly.
+local prefix = tostring(now + retention) .. ':'
+local codes, seen = {}, {}
+local acked, results, expiring, woken = {}, {'', ARGV[4]}, {}, {}
+-- Acked items that may have a cause: only a nack, a lease expired at the
+-- last attempt, or a malformed entry leave one, and each of those leaves
+-- a count of at least 1, so an item acked at its first attempt has none.
+local retried = {}
+local settled, counts, causes, delays, dead, deadIds = {}, {}, {}, {}, {}, {}
+-- Counters rather than #t on the acks' path: # searches the table.
+local nsettled, nacked = 0, 0
 for i, id in ipairs(ids) do
-  local token, data, backoff = ARGV[1 + 4 * i], ARGV[2 + 4 * i], tonumber(ARGV[3 + 4 * i])
-  local resultKey, wakeKey = KEYS[8 + 2 * i], KEYS[9 + 2 * i]
+  local token, data, backoff = ARGV[2 + 4 * i], ARGV[3 + 4 * i], tonumber(ARGV[4 + 4 * i])
   local code = 0
-  if current[i] == token and not seen[id] then
+  -- The attempts field is the token "attempt-claim" while leased and the
+  -- bare count otherwise, which is no token even when sent as one.
+  if current[i] == token and not seen[id] and string.find(token, '-', 1, true) then
     seen[id] = true -- a second outcome for the same claim changes nothing
+    nsettled = nsettled + 1
+    settled[nsettled] = id
     if backoff < 0 then
-      redis.call('SET', resultKey, data, 'PX', retention)
-      if waited[i] then
-        wake(wakeKey)
+      nacked = nacked + 1
+      acked[nacked] = id
+      if string.sub(token, 1, 2) ~= '1-' then
+        retried[#retried + 1] = id
       end
-      acked[#acked + 1] = id
+      results[2 * nacked + 1] = id -- after the pin
+      results[2 * nacked + 2] = prefix .. data
+      expiring[nacked] = prefix .. id
+      if waited[i] then
+        wake(KEYS[10 + i])
+        woken[#woken + 1] = id
+      end
       code = 1
     else
-      -- A missing attempt count is malformed data: dead-letter, never loop.
-      local attempt = tonumber(redis.call('HGET', KEYS[3], id)) or maxAttempts
+      -- The token is "attempt-claim"; a malformed one dead-letters the
+      -- item, never loops it.
+      local attempt = tonumber(string.match(token, '^(%d+)-')) or maxAttempts
+      causes[#causes + 1] = id
+      causes[#causes + 1] = data
       if attempt >= maxAttempts then
-        redis.call('ZADD', KEYS[8], now, id)
+        dead[#dead + 1] = now
+        dead[#dead + 1] = id
+        deadIds[#deadIds + 1] = id
         if waited[i] then
-          wake(wakeKey)
-          redis.call('HDEL', KEYS[9], id)
+          wake(KEYS[10 + i])
+          woken[#woken + 1] = id
         end
-        redis.call('HDEL', KEYS[5], id)
         code = 3
       else
-        redis.call('ZADD', KEYS[7], now + backoff, id)
+        delays[#delays + 1] = now + backoff
+        delays[#delays + 1] = id
         code = 2
       end
-      redis.call('HSET', KEYS[6], id, data)
-      redis.call('ZREM', KEYS[1], id)
-      redis.call('HDEL', KEYS[4], id)
+      -- The count stays, the token goes: the item is no longer leased.
+      counts[#counts + 1] = id
+      counts[#counts + 1] = attempt
     end
   elseif backoff < 0 and not seen[id] then
-    local stored = redis.call('GET', resultKey)
-    if stored and string.sub(stored, 1, #token + 1) == token .. ':' then
+    local stored = redis.call('HGET', KEYS[9], id)
+    -- "expiry ms:token:result"; tokens have no ':'.
+    local at, rest = string.match(stored or '', '^(%d+):(.*)$')
+    if at and tonumber(at) > now and string.match(rest, '^[^:]*') == token then
       code = 1 -- this claim's ack, resent
     end
   end
   codes[i] = code
 end
+
 if #acked > 0 then
-  redis.call('ZREM', KEYS[1], unpack(acked))
-  for _, k in ipairs({KEYS[4], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[9]}) do
+  redis.call('HSET', KEYS[9], unpack(results))
+  redis.call('RPUSH', KEYS[10], unpack(expiring))
+  for _, k in ipairs({KEYS[9], KEYS[10]}) do
+    if redis.call('PTTL', k) < retention then
+      redis.call('PEXPIRE', k, retention)
+    end
+  end
+end
+if #causes > 0 then
+  if #delays > 0 then
+    redis.call('ZADD', KEYS[6], unpack(delays))
+  end
+  if #dead > 0 then
+    redis.call('ZADD', KEYS[7], unpack(dead))
+  end
+  redis.call('HSET', KEYS[5], unpack(causes))
+  redis.call('HSET', KEYS[3], unpack(counts))
+end
+if #settled > 0 then
+  redis.call('ZREM', KEYS[1], unpack(settled))
+end
+if #deadIds > 0 then
+  redis.call('HDEL', KEYS[4], unpack(deadIds))
+end
+if #woken > 0 then
+  redis.call('HDEL', KEYS[8], unpack(woken))
+end
+if #acked > 0 then
+  for _, k in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do
     redis.call('HDEL', k, unpack(acked))
+  end
+  if #retried > 0 then
+    redis.call('HDEL', KEYS[5], unpack(retried))
   end
 end
 return codes

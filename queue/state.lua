@@ -1,14 +1,21 @@
 -- State: where an item is, for Wait; a live item is marked as waited for,
 -- so that its Ack (or Nack to the dead letters) fills its wake-up list.
--- KEYS[1]: the item's result   KEYS[2]: values (hash)   KEYS[3]: dead (zset)
--- KEYS[4]: causes (hash)       KEYS[5]: waiting (hash)
+-- KEYS[1]: results (hash)   KEYS[2]: values (hash)   KEYS[3]: dead (zset)
+-- KEYS[4]: causes (hash)    KEYS[5]: waiting (hash)
 -- ARGV[1]: id
 -- Returns {1, result} acked, {2, cause} dead, {3, ''} pending, leased or
--- delayed, {0, ''} unknown.
-local stored = redis.call('GET', KEYS[1])
+-- delayed, {0, ''} unknown (or its result expired).
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
 if stored then
-  local sep = string.find(stored, ':', 1, true) or 0
-  return {1, string.sub(stored, sep + 1)}
+  -- "expiry ms:token:result"; an expired one waits for Settle or Tidy to
+  -- drop it.
+  local at, rest = string.match(stored, '^(%d+):(.*)$')
+  local t = redis.call('TIME')
+  if at and tonumber(at) > t[1] * 1000 + math.floor(t[2] / 1000) then
+    local sep = string.find(rest, ':', 1, true) or 0
+    return {1, string.sub(rest, sep + 1)}
+  end
+  return {0, ''}
 end
 if redis.call('ZSCORE', KEYS[3], ARGV[1]) then
   return {2, redis.call('HGET', KEYS[4], ARGV[1]) or ''}

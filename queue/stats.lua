@@ -1,10 +1,17 @@
 -- Stats: the queue's counts, in O(log n).
 -- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)      KEYS[5]: ready (hash)
+-- ARGV[1]: the encoding pin (see encodingPin in queue.go)
 -- Returns {pending, leased, expired, delayed, due, dead, wait of the next
 -- item in ms or -1}.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- Not the encoding pin (ARGV[1]) among the leases. ZCOUNT to '(+inf'
+-- would skip it in one call, but miniredis counts +inf in it.
+local leased = redis.call('ZCARD', KEYS[2])
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  leased = leased - 1
+end
 local wait = -1
 local head = redis.call('LINDEX', KEYS[1], -1)
 if head then
@@ -15,7 +22,7 @@ if head then
 end
 return {
   redis.call('LLEN', KEYS[1]),
-  redis.call('ZCARD', KEYS[2]),
+  leased,
   redis.call('ZCOUNT', KEYS[2], '-inf', now),
   redis.call('ZCARD', KEYS[3]),
   redis.call('ZCOUNT', KEYS[3], '-inf', now),

@@ -1,25 +1,53 @@
--- Tidy: hand back expired leases, the longest expired first.
--- KEYS[1]: leases (zset)     KEYS[2]: tokens (hash)   KEYS[3]: attempts (hash)
--- KEYS[4]: pending (list)    KEYS[5]: dead (zset)     KEYS[6]: causes (hash)
--- KEYS[7]: ready (hash)
+-- Tidy: hand back expired leases, the longest expired first, and drop
+-- expired results.
+-- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)   KEYS[3]: pending (list)
+-- KEYS[4]: dead (zset)     KEYS[5]: causes (hash)     KEYS[6]: ready (hash)
+-- KEYS[7]: results (hash)  KEYS[8]: expiring (list)
 -- ARGV[1]: max, at most BatchMax   ARGV[2]: max attempts
 -- Returns how many leases it handled. An item past its last attempt is
 -- dead-lettered; the others go to the tail of pending. Each is added to
 -- its new place before it leaves the leases, so a failure (a key of the
--- wrong type) cannot lose it.
+-- wrong type) cannot lose it. Up to max expired results go too (Settle
+-- drops them as well; Tidy catches up with a queue that acks little).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local maxAttempts = tonumber(ARGV[2])
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local max, maxAttempts = tonumber(ARGV[1]), tonumber(ARGV[2])
+
+local head = redis.call('LINDEX', KEYS[8], 0)
+if head and (tonumber(string.match(head, '^(%d+):')) or 0) <= now then
+  local entries = redis.call('LRANGE', KEYS[8], 0, max - 1)
+  local gone, n = {}, 0
+  for _, e in ipairs(entries) do
+    local at, id = string.match(e, '^(%d+):(.*)$')
+    if at and tonumber(at) > now then
+      break
+    end
+    n = n + 1
+    gone[#gone + 1] = id
+  end
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[7], unpack(gone))
+  end
+  redis.call('LTRIM', KEYS[8], n, -1)
+end
+
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
 if #ids == 0 then
   return 0
 end
-local counts = redis.call('HMGET', KEYS[3], unpack(ids))
-local back, ready, dead, deadIds, causes = {}, {}, {}, {}, {}
+local nowText = tostring(now)
+-- A leased item's attempts field is "attempt-claim"; only the count stays.
+local fields = redis.call('HMGET', KEYS[2], unpack(ids))
+local back, ready, dead, deadIds, causes, counts = {}, {}, {}, {}, {}, {}
 for i, id in ipairs(ids) do
-  local attempt = tonumber(counts[i]) or 0
+  local count = string.match(fields[i] or '', '^%d+')
+  local attempt = tonumber(count) or 0
+  if count then
+    counts[#counts + 1] = id
+    counts[#counts + 1] = count
+  end
   if attempt >= maxAttempts then
-    dead[#dead + 1] = now
+    dead[#dead + 1] = nowText
     dead[#dead + 1] = id
     deadIds[#deadIds + 1] = id
     causes[#causes + 1] = id
@@ -27,18 +55,20 @@ for i, id in ipairs(ids) do
   else
     back[#back + 1] = id
     ready[#ready + 1] = id
-    ready[#ready + 1] = now
+    ready[#ready + 1] = nowText
   end
 end
 if #back > 0 then
-  redis.call('LPUSH', KEYS[4], unpack(back))
-  redis.call('HSET', KEYS[7], unpack(ready))
+  redis.call('LPUSH', KEYS[3], unpack(back))
+  redis.call('HSET', KEYS[6], unpack(ready))
 end
 if #deadIds > 0 then
-  redis.call('ZADD', KEYS[5], unpack(dead))
-  redis.call('HSET', KEYS[6], unpack(causes))
-  redis.call('HDEL', KEYS[7], unpack(deadIds))
+  redis.call('ZADD', KEYS[4], unpack(dead))
+  redis.call('HSET', KEYS[5], unpack(causes))
+  redis.call('HDEL', KEYS[6], unpack(deadIds))
 end
 redis.call('ZREM', KEYS[1], unpack(ids))
-redis.call('HDEL', KEYS[2], unpack(ids))
+if #counts > 0 then
+  redis.call('HSET', KEYS[2], unpack(counts))
+end
 return #ids

@@ -44,7 +44,7 @@ func (q *Queue) Wait(ctx context.Context, id string) ([]byte, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty id", ErrInvalidArgument)
 	}
-	keys := []string{q.k.result(id), q.k.values, q.k.dead, q.k.causes, q.k.waiting}
+	keys := []string{q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.waiting}
 	wake := q.k.notify(id)
 	for {
 		reply, err := stateScript.Run(ctx, q.rdb, keys, id).Slice()

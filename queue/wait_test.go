@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,21 +133,140 @@ func TestWaitOnUnknownIDIsNotFound(t *testing.T) {
 	wantErr(t, err, queue.ErrNotFound, "Wait on an unknown id")
 }
 
-// A result lives for ResultRetention after the Ack, then it is gone.
+// A result lives for ResultRetention after the Ack (by Redis's clock), then
+// it is gone.
 func TestResultRetention(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{ResultRetention: 50 * time.Millisecond})
 	ctx := testContext(t)
 	id := mustEnqueue(t, b.q, "x")[0]
-	if err := b.q.Ack(ctx, mustClaim(t, b.q, 1, 1)[0], []byte("r")); err != nil {
+	it := mustClaim(t, b.q, 1, 1)[0]
+	before := redisNow(t, b.rdb)
+	if err := b.q.Ack(ctx, it, []byte("r")); err != nil {
 		t.Fatal(err)
 	}
-	ttl, err := b.rdb.PTTL(ctx, tagOf(b.q)+":result:"+id).Result()
-	if err != nil || ttl <= 0 || ttl > 50*time.Millisecond {
-		t.Fatalf("result TTL %v (%v), want up to 50ms", ttl, err)
+	after := redisNow(t, b.rdb)
+	stored, err := b.rdb.HGet(ctx, tagOf(b.q)+":results", id).Result()
+	if err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the result expired", func() bool {
-		_, err := b.q.Result(ctx, id)
-		return errors.Is(err, queue.ErrNotFound)
+	at, rest, _ := strings.Cut(stored, ":")
+	ms, err := strconv.ParseInt(at, 10, 64)
+	if expiry := time.UnixMilli(ms); err != nil || expiry.Before(before.Add(49*time.Millisecond)) || expiry.After(after.Add(51*time.Millisecond)) {
+		t.Fatalf("stored %q: expiry %v, want the Ack's Redis time + 50ms", stored, expiry)
+	}
+	if rest != it.Token+":r" {
+		t.Fatalf("stored %q, want expiry:%s:r", stored, it.Token)
+	}
+	if r, err := b.q.Result(ctx, id); string(r) != "r" || err != nil {
+		// Only if Redis's clock has not yet passed the expiry.
+		if now := redisNow(t, b.rdb); now.Before(time.UnixMilli(ms)) {
+			t.Fatalf("Result = %q, %v before the expiry", r, err)
+		}
+	}
+	untilRedisTime(t, b.rdb, time.UnixMilli(ms))
+	_, err = b.q.Result(ctx, id)
+	wantErr(t, err, queue.ErrNotFound, "Result past the retention")
+	_, err = b.q.Wait(ctx, id)
+	wantErr(t, err, queue.ErrNotFound, "Wait past the retention")
+}
+
+// Expired results are dropped by the next Settle or Tidy, even while
+// younger results keep the results hash alive; once the queue is idle, the
+// results go as a whole.
+func TestExpiredResultsAreDropped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := testContext(t)
+	// Each queue is shared by a process keeping results for 50ms and one
+	// keeping them for an hour, which keeps the results hash from expiring.
+	handles := func(name string) (short, long *queue.Queue, tag string) {
+		short = newQueue(t, b.rdb, name, queue.Config{Prefix: b.q.Config().Prefix, ResultRetention: 50 * time.Millisecond})
+		long = newQueue(t, b.rdb, name, queue.Config{Prefix: b.q.Config().Prefix, ResultRetention: time.Hour})
+		return short, long, tagOf(short)
+	}
+	ack := func(q *queue.Queue, payload string) string {
+		t.Helper()
+		id := mustEnqueue(t, q, payload)[0]
+		if err := q.Ack(ctx, mustClaim(t, q, 1, 1)[0], []byte(payload)); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	stored := func(tag string, ids ...string) []bool {
+		t.Helper()
+		var got []bool
+		for _, id := range ids {
+			ok, err := b.rdb.HExists(ctx, tag+":results", id).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ok)
+		}
+		return got
+	}
+	pastRetention := func() { untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(51*time.Millisecond)) }
+
+	short, long, tag := handles("by-settle")
+	first := ack(short, "first")
+	keeper := ack(long, "keeper")
+	pastRetention()
+	if got := stored(tag, first, keeper); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("stored %v before any Settle, want both", got)
+	}
+	second := ack(short, "second")
+	if got := stored(tag, first, keeper, second); !slices.Equal(got, []bool{false, true, true}) {
+		t.Fatalf("stored %v after the next Ack, want all but the expired one", got)
+	}
+
+	short, long, tag = handles("by-tidy")
+	first = ack(short, "first")
+	keeper = ack(long, "keeper")
+	pastRetention()
+	if n, err := short.Tidy(ctx, 10); n != 0 || err != nil {
+		t.Fatalf("Tidy = %d, %v", n, err)
+	}
+	if got := stored(tag, first, keeper); !slices.Equal(got, []bool{false, true}) {
+		t.Fatalf("stored %v after Tidy, want all but the expired one", got)
+	}
+	if n, err := b.rdb.LLen(ctx, tag+":expiring").Result(); n != 1 || err != nil {
+		t.Fatalf("expiring has %d entries (%v), want the keeper's", n, err)
+	}
+
+	// Idle: no Settle or Tidy runs, and Redis expires both keys.
+	short, _, tag = handles("idle")
+	ack(short, "first")
+	eventually(t, 10*time.Second, "results and expiring gone", func() bool {
+		n, err := b.rdb.Exists(ctx, tag+":results", tag+":expiring").Result()
+		return n == 0 && err == nil
 	})
+}
+
+// Processes may disagree on ResultRetention: the one with the shortest
+// cuts no other's result short.
+func TestShorterRetentionKeepsLongerResults(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{ResultRetention: time.Hour})
+	ctx := testContext(t)
+	short := newQueue(t, b.rdb, b.q.Name(), queue.Config{Prefix: b.q.Config().Prefix, ResultRetention: 50 * time.Millisecond})
+	ids := mustEnqueue(t, b.q, "long", "short")
+	items := mustClaim(t, b.q, 2, 2)
+	if err := b.q.Ack(ctx, items[0], []byte("long")); err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Ack(ctx, items[1], []byte("short")); err != nil {
+		t.Fatal(err)
+	}
+	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(51*time.Millisecond))
+	if _, err := short.Result(ctx, ids[1]); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("short Result = %v, want ErrNotFound", err)
+	}
+	if r, err := short.Result(ctx, ids[0]); string(r) != "long" || err != nil {
+		t.Fatalf("long Result = %q, %v; want long", r, err)
+	}
+	for _, k := range []string{":results", ":expiring"} {
+		if ttl, err := b.rdb.PTTL(ctx, tagOf(b.q)+k).Result(); ttl < 59*time.Minute || err != nil {
+			t.Fatalf("%s TTL %v (%v), want about an hour", k, ttl, err)
+		}
+	}
 }
