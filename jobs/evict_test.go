@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -174,55 +176,167 @@ func TestEvictExpiredSliceRunsBatches(t *testing.T) {
 	}
 }
 
-// A field set again with a later expiry is kept, even when that happens
-// while slices are evicting: reading and removing is one script.
+// A field set again with a later expiry is kept: reading the expired
+// fields and removing them is one script, so nothing can be set between
+// the two. The test does not leave that interleaving to chance: a hook on
+// the job's client sets the longest-expired field again after every
+// command the job sends, so an eviction that read in one call and removed
+// in another would remove a field set again every time
+// (TestSetAgainCatchesTwoStepEviction proves it).
 func TestEvictExpiredKeepsFieldsSetAgain(t *testing.T) {
 	t.Parallel()
-	rdb := redisClient(t)
+	if err := checkKeepsFieldsSetAgain(t, func(rdb *redis.Client, key string) (recruiter.Job, error) {
+		return jobs.EvictExpired(rdb, key, jobs.EvictConfig{Batch: 10, MaxBatches: 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The check above fails, every time, for an eviction that reads the
+// expired fields with one command and removes them with another.
+func TestSetAgainCatchesTwoStepEviction(t *testing.T) {
+	t.Parallel()
+	for run := range 3 {
+		err := checkKeepsFieldsSetAgain(t, func(rdb *redis.Client, key string) (recruiter.Job, error) {
+			values, expiry := mustHash(t, rdb, key).Keys()
+			return recruiter.Func("two-step-evict", func(ctx context.Context) (recruiter.Report, error) {
+				fields, err := expiredFields(ctx, rdb, expiry, 10)
+				if err != nil || len(fields) == 0 {
+					return recruiter.Report{}, err
+				}
+				if err := rdb.HDel(ctx, values, fields...).Err(); err != nil {
+					return recruiter.Report{}, err
+				}
+				err = rdb.ZRem(ctx, expiry, fields).Err()
+				return recruiter.Report{Items: len(fields), More: len(fields) == 10}, err
+			}), nil
+		})
+		if err == nil {
+			t.Fatalf("run %d: a two-step eviction passed the check", run)
+		}
+	}
+}
+
+// expiredFields reads up to n expired fields of an ExpiringHash, the
+// longest expired first, as of Redis's clock.
+func expiredFields(ctx context.Context, rdb *redis.Client, expiry string, n int64) ([]string, error) {
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	return rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: expiry, ByScore: true, Start: "-inf", Stop: now.UnixMilli(), Count: n,
+	}).Result()
+}
+
+// checkKeepsFieldsSetAgain fills an ExpiringHash with 400 expired fields
+// and sets one of them again just before the job starts; then it runs the
+// job made by newJob until it reports no More, while a hook on the job's
+// client sets the longest-expired field again after every command the job
+// sends. It returns what the job got wrong: every field set again must be
+// kept, every other one evicted.
+func checkKeepsFieldsSetAgain(t *testing.T, newJob func(rdb *redis.Client, key string) (recruiter.Job, error)) error {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
 	ctx := testContext(t)
 	key := testPrefix(t)
 	h := mustHash(t, rdb, key)
+	values, expiry := h.Keys()
 	setFields(t, h, "f", 400, time.Millisecond)
 	waitExpired(t, rdb)
-	if err := h.Set(ctx, "f399", []byte("renewed"), time.Hour); err != nil { // just before
+	setAgain := map[string]bool{"f399": true}
+	if err := h.Set(ctx, "f399", []byte("renewed"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	job, err := jobs.EvictExpired(rdb, key, jobs.EvictConfig{Batch: 10, MaxBatches: 1})
+	jobRdb := srv.Client(t)
+	hook := &afterEachCommand{do: func() error {
+		head, err := expiredFields(ctx, rdb, expiry, 1)
+		if err != nil || len(head) == 0 {
+			return err
+		}
+		setAgain[head[0]] = true // only the job's goroutine runs the hook
+		return h.Set(ctx, head[0], []byte("renewed"), time.Hour)
+	}}
+	jobRdb.AddHook(hook)
+	job, err := newJob(jobRdb, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { // renews f0..f199 while the slices run
-		for i := range 200 {
-			if err := h.Set(ctx, "f"+strconv.Itoa(i), []byte("renewed"), time.Hour); err != nil {
-				t.Errorf("Set: %v", err)
-				return
-			}
-		}
-	})
 	evicted := 0
 	for {
-		rep := mustSlice(t, job, time.Second)
+		rep := mustSlice(t, job, 10*time.Second)
 		evicted += rep.Items
 		if !rep.More {
 			break
 		}
 	}
-	wg.Wait()
-	evicted += mustSlice(t, job, time.Second).Items
-	values, _ := h.Keys()
-	all := rdb.HGetAll(ctx, values).Val()
+	evicted += mustSlice(t, job, 10*time.Second).Items
+	if err := hook.failed(); err != nil {
+		t.Fatalf("setting fields again: %v", err)
+	}
+	if len(setAgain) < 2 {
+		t.Fatalf("the hook set %d fields again, want some", len(setAgain)-1)
+	}
+	all, err := rdb.HGetAll(ctx, values).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems []error
 	for i := range 400 {
 		f := "f" + strconv.Itoa(i)
-		renewed := i < 200 || i == 399
-		if got, ok := all[f]; renewed && got != "renewed" {
-			t.Errorf("renewed field %s = %q, %v; want it kept", f, got, ok)
-		} else if !renewed && ok {
-			t.Errorf("expired field %s = %q; want it evicted", f, got)
+		if got, ok := all[f]; setAgain[f] && got != "renewed" {
+			problems = append(problems, fmt.Errorf("field %s, set again after it expired, = %q, %v; want it kept", f, got, ok))
+		} else if !setAgain[f] && ok {
+			problems = append(problems, fmt.Errorf("expired field %s = %q; want it evicted", f, got))
 		}
 	}
-	if len(all) != 201 || evicted < 199 || evicted > 399 {
-		t.Errorf("%d fields left, %d evicted; want 201 left", len(all), evicted)
+	if len(all) != len(setAgain) || evicted != 400-len(setAgain) {
+		problems = append(problems, fmt.Errorf("%d fields left, %d evicted; want %d left, %d evicted",
+			len(all), evicted, len(setAgain), 400-len(setAgain)))
+	}
+	return errors.Join(problems...)
+}
+
+// afterEachCommand is a go-redis hook that calls do after every command
+// and pipeline the client sends, and keeps do's first error.
+type afterEachCommand struct {
+	do func() error
+
+	mu  sync.Mutex
+	err error
+}
+
+func (h *afterEachCommand) after() {
+	err := h.do()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = err
+	}
+}
+
+func (h *afterEachCommand) failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+func (h *afterEachCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *afterEachCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.after()
+		return err
+	}
+}
+
+func (h *afterEachCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.after()
+		return err
 	}
 }
 

@@ -33,6 +33,10 @@ const (
 	BudgetMin = time.Millisecond
 )
 
+// EveryMax bounds JobConfig.Every: stolen work is for chores that recur
+// while a fleet serves traffic; a week is already a cron job's territory.
+const EveryMax = 7 * 24 * time.Hour
+
 // Errors returned by [New] and [Recruiter.Register]; they wrap a message
 // naming the field.
 var (
@@ -139,7 +143,7 @@ type JobConfig struct {
 	// stays in Redis as a cooldown until Every has passed since the slice
 	// began. Default 0: the lock is released after each slice. (If Redis
 	// fails just as the cooldown is set, the key keeps only the lock's
-	// TTL, and the job may run again sooner, once.)
+	// TTL, and the job may run again sooner, once.) At most [EveryMax].
 	Every time.Duration
 	// Rate is the share of enlistments that draw this job, in (0, 1]. The
 	// rates of all jobs of a recruiter sum to at most 1; the rest of each
@@ -162,6 +166,8 @@ func (c JobConfig) validate(job string) error {
 		return fmt.Errorf("%w %q: Budget %v is above %v: a slice must stay small", ErrInvalidJob, job, c.Budget, BudgetMax)
 	case c.Every < 0:
 		return fmt.Errorf("%w %q: Every %v is negative", ErrInvalidJob, job, c.Every)
+	case c.Every > EveryMax:
+		return fmt.Errorf("%w %q: Every %v is above %v", ErrInvalidJob, job, c.Every, EveryMax)
 	}
 	return nil
 }

@@ -124,7 +124,10 @@ func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 		return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
 	}
 	r.breaker.succeed()
-	state, pttl := reply[0], time.Duration(reply[1])*time.Millisecond
+	// A TTL past EveryMax is an operator's pause, not a slice or a
+	// cooldown of ours: look again after EveryMax. The bound also keeps
+	// the milliseconds and the cool-off's unix nanoseconds from overflowing.
+	state, pttl := reply[0], time.Duration(min(reply[1], EveryMax.Milliseconds()))*time.Millisecond
 	var wait time.Duration
 	switch {
 	case pttl < 0:

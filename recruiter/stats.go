@@ -9,51 +9,13 @@ import (
 	"github.com/worksteal/worksteal/telemetry"
 )
 
-// Stats is a snapshot of a recruiter's counters since [New].
-type Stats struct {
-	BreakerOpen bool       // recruitment is keeping away from Redis
-	InFlight    int        // slices running now
-	Jobs        []JobStats // in registration order
-}
+// Stats is a snapshot of a recruiter's counters since [New] and of its
+// latest recruitments; see [telemetry.Stats].
+type Stats = telemetry.Stats
 
-// JobStats counts one job's draws and their outcomes in this process.
-// Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
-// Errors, Timeouts or Panics. Drawn counts the rolls that picked the job;
-// SkippedGate those of them (and of the idle fallback's attempts) that
-// never reached Redis: cooling off locally, a slice of the job already
-// running here, breaker open, no free slot, shut down. Drawn requests that
-// were not fast exits, or that a middleware filter excluded, have no
-// outcome; idle-fallback slices have an outcome but no draw.
-type JobStats struct {
-	Name   string
-	Rate   float64
-	Budget time.Duration
-	Every  time.Duration
-
-	Drawn           uint64
-	Ran             uint64
-	SkippedLocked   uint64
-	SkippedCooldown uint64
-	SkippedGate     uint64
-	Errors          uint64
-	Timeouts        uint64
-	Panics          uint64
-
-	Slices   uint64    // slices whose Run was called, whatever their outcome
-	Items    uint64    // Report.Items summed
-	LastRun  time.Time // end of the last slice; zero if none
-	SliceP50 time.Duration
-	SliceP99 time.Duration
-	SliceMax time.Duration // over the last slices (up to 128)
-}
-
-// Skipped counts the draws that did not run a slice because the job was
-// busy or resting: locked elsewhere, in its cooldown, or gated locally.
-// For a job with Every, most of these are expected.
-func (js JobStats) Skipped() uint64 { return js.SkippedLocked + js.SkippedCooldown + js.SkippedGate }
-
-// Failed counts the recruitments that ended badly: errors, timeouts, panics.
-func (js JobStats) Failed() uint64 { return js.Errors + js.Timeouts + js.Panics }
+// JobStats counts one job's draws and their outcomes in this process; see
+// [telemetry.JobStats].
+type JobStats = telemetry.JobStats
 
 // Stats returns the recruiter's counters.
 func (r *Recruiter) Stats() Stats {
@@ -62,6 +24,7 @@ func (r *Recruiter) Stats() Stats {
 		BreakerOpen: r.breaker.isOpen(),
 		InFlight:    int(r.inFlight.Load()),
 		Jobs:        make([]JobStats, 0, len(jobs.entries)),
+		Recent:      r.tel.Recent(),
 	}
 	for _, e := range jobs.entries {
 		s.Jobs = append(s.Jobs, e.stats.snapshot(e))

@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"context"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -49,6 +51,7 @@ type Telemetry struct {
 	recruitments  metric.Int64Counter
 	sliceDuration metric.Float64Histogram
 	items         metric.Int64Counter
+	recent        recentRing
 }
 
 // New returns a Telemetry using the given providers, the otel globals by
@@ -117,7 +120,9 @@ type Result struct {
 	Err      error         // the cause of an error, timeout or panic outcome
 }
 
-// End ends the span of a recruitment of job and records its metrics.
+// End ends the span of a recruitment of job and records its metrics. The
+// recruitment joins [Telemetry.Recent] with the text of res.Err cut to
+// 512 bytes; the span keeps it whole.
 func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Result) {
 	span.SetAttributes(AttrOutcome.String(string(res.Outcome)))
 	if res.Ran {
@@ -133,6 +138,10 @@ func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Re
 		span.SetStatus(codes.Error, msg)
 	}
 	span.End()
+	t.recent.add(Recruitment{
+		End: time.Now(), Job: job, Outcome: res.Outcome, Items: res.Items, More: res.More,
+		Duration: res.Duration, TraceID: traceID(span), Error: errorText(res.Err),
+	})
 
 	byJob := attribute.NewSet(AttrJob.String(job))
 	byOutcome := metric.WithAttributeSet(attribute.NewSet(AttrJob.String(job), AttrOutcome.String(string(res.Outcome))))
@@ -143,4 +152,66 @@ func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Re
 	if res.Items > 0 {
 		t.items.Add(ctx, int64(res.Items), metric.WithAttributeSet(byJob))
 	}
+}
+
+// Recent returns the latest recruitments (up to [RecentSize]), newest first.
+func (t *Telemetry) Recent() []Recruitment { return t.recent.list() }
+
+// RecentSize is how many recruitments [Telemetry.Recent] keeps.
+const RecentSize = 50
+
+// recentRing keeps the latest recruitments for the status page;
+// recruitments are rare next to requests, so a mutex is fine here.
+type recentRing struct {
+	mu   sync.Mutex
+	buf  [RecentSize]Recruitment
+	next int
+	n    int
+}
+
+func (r *recentRing) add(rec Recruitment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf[r.next] = rec
+	r.next = (r.next + 1) % len(r.buf)
+	r.n = min(r.n+1, len(r.buf))
+}
+
+func (r *recentRing) list() []Recruitment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Recruitment, r.n)
+	for i := range out {
+		out[i] = r.buf[(r.next-1-i+len(r.buf))%len(r.buf)]
+	}
+	return out
+}
+
+func traceID(span trace.Span) string {
+	if sc := span.SpanContext(); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
+// errorTextMax bounds the bytes of a Recruitment's Error: an error that
+// wraps a payload must not bloat the dashboard.
+const errorTextMax = 512
+
+// errorText is err's text, cut on a rune boundary to at most errorTextMax
+// bytes, an ellipsis included, if it is longer.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	text := err.Error()
+	if len(text) <= errorTextMax {
+		return text
+	}
+	const ellipsis = "…"
+	cut := errorTextMax - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + ellipsis
 }

@@ -3,8 +3,10 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -187,5 +189,28 @@ func assertAttrs(t *testing.T, got []attribute.KeyValue, want map[attribute.Key]
 		if have[k] != v {
 			t.Errorf("attribute %s = %v, want %v", k, have[k].String(), v.String())
 		}
+	}
+}
+
+func TestRecentErrorTextIsCut(t *testing.T) {
+	t.Parallel()
+	tel, spans, _, _ := setup(t)
+	// 3-byte runes: 512 bytes fall inside one, so a byte cut would split it.
+	payload := "queue: bad payload " + strings.Repeat("€", 2000)
+	for _, msg := range []string{payload, "short", strings.Repeat("x", 512)} {
+		ctx, span := tel.Start(context.Background(), "j", 1)
+		tel.End(ctx, span, "j", telemetry.Result{Outcome: telemetry.OutcomeError, Ran: true, Err: errors.New(msg)})
+	}
+	recent := tel.Recent() // newest first
+	long := recent[2].Error
+	if len(long) > 512 || !utf8.ValidString(long) || !strings.HasSuffix(long, "…") ||
+		!strings.HasPrefix(payload, strings.TrimSuffix(long, "…")) || len(long) < 512-3-3 {
+		t.Errorf("the long error is kept as %d bytes %q; want its start, cut on a rune boundary to at most 512 bytes with …", len(long), long)
+	}
+	if recent[1].Error != "short" || recent[0].Error != strings.Repeat("x", 512) {
+		t.Errorf("errors of up to 512 bytes were changed: %q, %d bytes", recent[1].Error, len(recent[0].Error))
+	}
+	if got := spans.Ended()[0].Status().Description; got != payload {
+		t.Errorf("the span's status holds %d bytes, want the whole error (%d)", len(got), len(payload))
 	}
 }

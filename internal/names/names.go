@@ -23,7 +23,7 @@ func Check(name string) error {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("name %q has %q at byte %d; use only [A-Za-z0-9._-]", name, c, i)
+			return fmt.Errorf("name %q has %q at byte %d; use only [A-Za-z0-9._-]", name, name[i:i+1], i)
 		}
 	}
 	return nil

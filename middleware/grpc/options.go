@@ -27,11 +27,12 @@ type Classifier func(Exit) bool
 // DefaultClassifier: the handler marked a fast exit (recruiter.MarkFastExit)
 // and the RPC did not end with a code that means the server failed or was
 // cut off: Unknown, DeadlineExceeded, Unimplemented, Internal, Unavailable,
-// DataLoss (gRPC's 5xx, as otelgrpc counts server errors) or Canceled.
+// DataLoss (gRPC's 5xx, as otelgrpc counts server errors) or Canceled,
+// nor with a code gRPC does not define.
 // OK, NotFound, InvalidArgument and the other answers to the client's own
 // request count: an empty result is as cheap as a cache hit.
 func DefaultClassifier(e Exit) bool {
-	if !e.Marked {
+	if !e.Marked || e.Code > codes.Unauthenticated {
 		return false
 	}
 	switch e.Code {
