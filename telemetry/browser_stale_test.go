@@ -1,0 +1,57 @@
+//go:build browser
+
+package telemetry_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// A server that stops answering must not freeze the page: the refresh
+// gives up, marks the page stale, and keeps trying until it answers again.
+func TestBrowserDashboardMarksAHungServerStale(t *testing.T) {
+	d := manual(t, busySource(time.Now()))
+	var hang atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			select {
+			case <-r.Context().Done(): // the page gave up
+			case <-release:
+			}
+			return
+		}
+		d.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before srv.Close, which waits for the handlers
+
+	tab := browser(t)
+	if err := chromedp.Do(tab,
+		chromedp.Navigate(srv.URL),
+		chromedp.WaitVisible(`tr[data-job="drain"]`),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[chromedp.Void](`window.sameDocument = true;`)(ctx, tg)
+			return err
+		}),
+	); err != nil {
+		t.Fatalf("loading the dashboard: %v", err)
+	}
+	hang.Store(true)
+	// A refresh every 2 s, given up after 4 s: stale within about 6 s.
+	if _, err := chromedp.Run(tab, chromedp.Poll[chromedp.Void](`document.body.classList.contains('stale') && window.sameDocument`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the page never showed the hung server as stale: %v", err)
+	}
+	hang.Store(false)
+	if _, err := chromedp.Run(tab, chromedp.Poll[chromedp.Void](`!document.body.classList.contains('stale') && window.sameDocument`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the page stopped refreshing after the server hung: %v", err)
+	}
+}

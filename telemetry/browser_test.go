@@ -1,0 +1,183 @@
+//go:build browser
+
+// The browser test drives a real headless Chromium against the dashboard of
+// a live recruiter: make test-browser (it installs chromium when missing).
+
+package telemetry_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/telemetry"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser starts a headless Chromium with a fresh profile and no network
+// chatter of its own; it is closed at cleanup.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := exec.LookPath(chromiumPath); err != nil {
+		t.Fatalf("%s is missing: install it with `apt-get install -y chromium` (make test-browser does)", chromiumPath)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1360, 1000),
+	)
+	tab, cancelTab := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		cancel()
+	})
+	return tab
+}
+
+// busyRecruiter is a live recruiter with three jobs, enlisted every few
+// milliseconds until cleanup: one drains a simulated queue (its depth is
+// the returned gauge), one tidies once a second, one fails now and then.
+func busyRecruiter(t *testing.T) (*recruiter.Recruiter, func(context.Context) (float64, error)) {
+	rec := liveRecruiter(t, recruiter.Config{MaxConcurrent: 2})
+	var depth, calls atomic.Int64
+	depth.Store(400)
+	jobs := []struct {
+		job recruiter.Job
+		cfg recruiter.JobConfig
+	}{
+		{recruiter.Func("drain-thumbnails", func(context.Context) (recruiter.Report, error) {
+			n := min(depth.Load(), 4+calls.Load()%9)
+			depth.Add(-n)
+			return recruiter.Report{Items: int(n), More: n > 0}, nil
+		}), recruiter.JobConfig{Rate: 0.5, Budget: 20 * time.Millisecond}},
+		{recruiter.Func("tidy-stale", func(context.Context) (recruiter.Report, error) {
+			return recruiter.Report{Items: int(calls.Load() % 4)}, nil
+		}), recruiter.JobConfig{Rate: 0.2, Budget: 20 * time.Millisecond, Every: time.Second}},
+		{recruiter.Func("evict-sessions", func(context.Context) (recruiter.Report, error) {
+			if calls.Add(1)%7 == 0 {
+				return recruiter.Report{}, errors.New(`redis: HSCAN "sessions": i/o timeout`)
+			}
+			return recruiter.Report{Items: 2, More: true}, nil
+		}), recruiter.JobConfig{Rate: 0.2, Budget: 20 * time.Millisecond}},
+	}
+	for _, j := range jobs {
+		if err := rec.Register(j.job, j.cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The enlisting loop stands for request traffic; it ends before the
+	// recruiter's cleanup (cleanups run last-in first-out).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(3 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if n%4 == 0 {
+					depth.Add(9) // the queue keeps filling
+				}
+				rec.Enlist(context.Background())
+			}
+		}
+	})
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
+	return rec, func(context.Context) (float64, error) { return float64(depth.Load()), nil }
+}
+
+func TestBrowserDashboardRefreshesLive(t *testing.T) {
+	rec, depth := busyRecruiter(t)
+	d, err := telemetry.NewDashboard(rec, telemetry.WithTitle("catalog service"),
+		telemetry.WithSampleEvery(250*time.Millisecond), telemetry.WithWindow(time.Minute),
+		telemetry.WithGauge("queue depth", depth), telemetry.WithTraceURL("http://localhost:16686/trace/%s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/debug/worksteal", d)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	tab := browser(t)
+	const items = `Number(document.querySelector('tr[data-job="drain-thumbnails"] td.items').textContent.replaceAll(',', ''))`
+	if err := chromedp.Do(tab,
+		chromedp.Navigate(srv.URL+"/debug/worksteal"),
+		chromedp.WaitVisible(`tr[data-job="drain-thumbnails"] td.items`),
+		// Marks this document: a reload would lose the marks, the page's
+		// own refresh (a swap of its <main>) keeps them.
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[chromedp.Void](`window.sameDocument = true;
+				document.addEventListener('securitypolicyviolation', e => { window.cspViolations = (window.cspViolations || 0) + 1; });`)(ctx, tg)
+			return err
+		}),
+	); err != nil {
+		t.Fatalf("loading the dashboard: %v", err)
+	}
+
+	first, err := chromedp.Run(tab, chromedp.Poll[float64](items+` || false`, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		t.Fatalf("the job table never showed items stolen: %v", err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[chromedp.Void](
+		`(document.querySelector('svg.chart path.series[data-series="drain-thumbnails"]')?.getAttribute('d') || '').includes('L')`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		t.Fatalf("the chart never drew a line for the job: %v", err)
+	}
+	grown, err := chromedp.Run(tab, chromedp.Poll[float64](`(`+items+` > `+strconv.FormatFloat(first, 'f', -1, 64)+`) && window.sameDocument && `+items,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		t.Fatalf("the items count did not grow past %v through the page's own refresh: %v", first, err)
+	}
+	t.Logf("items stolen: %v on load, %v after a refresh", first, grown)
+
+	state, err := chromedp.Run(tab, chromedp.Evaluate[[]any](`[window.cspViolations || 0, document.body.classList.contains('stale'),
+		document.querySelectorAll('tr[data-job]').length, document.querySelectorAll('svg.chart').length]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state[0] != float64(0) || state[1] != false || state[2] != float64(3) || state[3] != float64(2) {
+		t.Errorf("CSP violations, stale, job rows, charts = %v; want 0, false, 3, 2", state)
+	}
+
+	// WORKSTEAL_DASHBOARD_PNG=/tmp/dashboard.png keeps a screenshot, once
+	// the chart holds a few seconds of samples.
+	if path := os.Getenv("WORKSTEAL_DASHBOARD_PNG"); path != "" {
+		if _, err := chromedp.Run(tab, chromedp.Poll[chromedp.Void](`Number(document.querySelector('svg.chart').dataset.samples) >= 60`,
+			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+			t.Fatalf("waiting for samples: %v", err)
+		}
+		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

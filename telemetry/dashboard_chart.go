@@ -1,0 +1,261 @@
+package telemetry
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// chartView is one SVG chart, laid out on the server: the page needs no
+// script and no library to draw it.
+type chartView struct {
+	Title   string
+	W, H    int     // the viewBox; the SVG scales to its container's width
+	Left    float64 // the plot area, in viewBox units
+	Right   float64
+	Top     float64
+	Bottom  float64
+	YTicks  []tick
+	XTicks  []tick
+	Series  []seriesView
+	Points  int    // samples with at least one value
+	Caption string // e.g. "last 10m, one sample every 1s"
+}
+
+type tick struct {
+	At    float64 // x or y in viewBox units
+	Label string
+}
+
+type seriesView struct {
+	Name   string
+	Color  string // a CSS class: c0 … c7
+	Line   string // an SVG path; each gap starts a new subpath
+	Area   string // the same, closed down to the baseline
+	Latest string // the last value, formatted; "–" for a gap
+}
+
+// series is one line of a chart before layout: a value per sample, NaN
+// for a gap.
+type series struct {
+	name   string
+	color  string
+	values []float64
+}
+
+// layoutChart scales the samples' series into a w×h chart. The time axis
+// ends at now and starts at the oldest sample, or window before now if
+// that is later, so that a young dashboard still fills its chart.
+func layoutChart(title string, w, h int, now time.Time, window, every time.Duration, times []time.Time, ss []series) chartView {
+	c := chartView{Title: title, W: w, H: h, Left: 52, Right: float64(w) - 14, Top: 12, Bottom: float64(h) - 26}
+	span := window
+	if len(times) > 0 {
+		span = min(window, max(now.Sub(times[0]), 10*every))
+	}
+	shown := span
+	if span < window && span >= 10*time.Second {
+		shown = span.Round(time.Second) // a young chart: "last 16s", not "last 15.56s"
+	}
+	c.Caption = "last " + fmtDuration(shown) + ", a sample every " + fmtDuration(every)
+
+	lo, hi, step := yAxis(ss)
+	y := func(v float64) float64 { return c.Bottom - (v-lo)/(hi-lo)*(c.Bottom-c.Top) }
+	// Counted, not stepped from lo to hi: a step lost in rounding
+	// (lo+step == lo) must not make the loop endless.
+	for i := range min(int(math.Round((hi-lo)/step)), maxYTicks) + 1 {
+		v := lo + float64(i)*step
+		c.YTicks = append(c.YTicks, tick{At: round1(y(v)), Label: fmtAxis(v)})
+	}
+
+	x := func(t time.Time) float64 {
+		return c.Right - float64(now.Sub(t))/float64(span)*(c.Right-c.Left)
+	}
+	tstep := timeStep(span)
+	for back := time.Duration(0); back <= span; back += tstep {
+		label := "now"
+		if back > 0 {
+			label = "−" + fmtDuration(back)
+		}
+		c.XTicks = append(c.XTicks, tick{At: round1(x(now.Add(-back))), Label: label})
+	}
+
+	seen := make([]bool, len(times))
+	for _, s := range ss {
+		var line, area strings.Builder
+		var segment []float64 // x, y pairs of the current run without a gap
+		flush := func() {
+			if len(segment) == 0 {
+				return
+			}
+			for i := 0; i < len(segment); i += 2 {
+				line.WriteString(cmd(i == 0, segment[i], segment[i+1]))
+			}
+			if len(segment) == 2 {
+				line.WriteString("h0") // a lone point: a dot, thanks to the round cap
+			}
+			area.WriteString(cmd(true, segment[0], round1(y(math.Max(lo, 0)))))
+			for i := 0; i < len(segment); i += 2 {
+				area.WriteString(cmd(false, segment[i], segment[i+1]))
+			}
+			area.WriteString(cmd(false, segment[len(segment)-2], round1(y(math.Max(lo, 0)))) + "Z")
+			segment = segment[:0]
+		}
+		// The samples are reduced to columns (see columnWidth) before they
+		// join the segment. A gap between two columns breaks the line there;
+		// gaps within a column break it once, after the column's points: a
+		// flaky series must not cost a subpath per sample.
+		var col column  // the current column's samples, not yet in segment
+		broken := false // a gap since the last column's points
+		emit := func() {
+			for _, i := range col.points() {
+				segment = append(segment, round1(x(times[i])), round1(y(s.values[i])))
+			}
+			if col.gapAfter {
+				flush()
+			}
+			col = column{}
+		}
+		latest := "–"
+		for i, v := range s.values {
+			px := x(times[i])
+			if !(math.Abs(v) <= gaugeLimit) || px < c.Left-0.5 { // NaN, or beyond what yAxis scales
+				if col.n == 0 {
+					broken = true
+				} else {
+					col.gapAfter = true
+				}
+				latest = "–"
+				continue
+			}
+			seen[i] = true
+			latest = fmtRate(v)
+			at := int(math.Floor((px - c.Left) / columnWidth))
+			if col.n > 0 && at != col.at {
+				emit()
+			}
+			if col.n == 0 && broken {
+				flush()
+				broken = false
+			}
+			col.at = at
+			col.add(i, v)
+		}
+		emit()
+		flush()
+		c.Series = append(c.Series, seriesView{Name: s.name, Color: s.color, Line: line.String(), Area: area.String(), Latest: latest})
+	}
+	for _, ok := range seen {
+		if ok {
+			c.Points++
+		}
+	}
+	return c
+}
+
+// yAxis returns the value axis of the series: from lo to hi, which are
+// multiples of step and hold 0 and every value. Values beyond ±gaugeLimit
+// are left out (gauges never have them): rounding them to nice numbers
+// would overflow.
+func yAxis(ss []series) (lo, hi, step float64) {
+	for _, s := range ss {
+		for _, v := range s.values {
+			if math.Abs(v) <= gaugeLimit { // false for NaN too
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	if hi == lo {
+		hi = lo + 1 // no data, or all zeros: an axis of 0 to 1
+	}
+	step = niceStep((hi - lo) / 4)
+	lo, hi = math.Floor(lo/step)*step, math.Max(math.Ceil(hi/step)*step, lo+step)
+	if !isFinite(lo) || !isFinite(hi) || !isFinite(hi-lo) || !(step > 0) || !isFinite(step) {
+		return 0, 1, 0.25
+	}
+	return lo, hi, step
+}
+
+// maxYTicks bounds the ticks of the value axis; niceStep makes about four.
+const maxYTicks = 10
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// columnWidth is the width, in viewBox units, of the columns a series is
+// reduced to before it is drawn: each column keeps the lowest and the
+// highest of its samples, so a spike stays visible while a line has at
+// most one point per unit of the plot's width, whatever the samples. Two
+// units, not one: each series is drawn twice (line and area), a chart may
+// hold a series per job, and the page is refetched every 2 s.
+const columnWidth = 2
+
+// column gathers the samples of one column of a series.
+type column struct {
+	at       int // the column's index from the plot's left edge
+	n        int // the samples in it
+	lo, hi   int // the indexes of its lowest and highest values
+	loV, hiV float64
+	gapAfter bool // a gap follows its first sample: the line breaks after its points
+}
+
+func (c *column) add(i int, v float64) {
+	if c.n == 0 || v < c.loV {
+		c.lo, c.loV = i, v
+	}
+	if c.n == 0 || v > c.hiV {
+		c.hi, c.hiV = i, v
+	}
+	c.n++
+}
+
+// points returns the indexes of the samples the column keeps, in time order.
+func (c *column) points() []int {
+	switch {
+	case c.n == 0:
+		return nil
+	case c.lo == c.hi:
+		return []int{c.lo}
+	case c.lo < c.hi:
+		return []int{c.lo, c.hi}
+	}
+	return []int{c.hi, c.lo}
+}
+
+func cmd(move bool, x, y float64) string {
+	op := "L"
+	if move {
+		op = "M"
+	}
+	return op + strconv.FormatFloat(x, 'f', -1, 64) + "," + strconv.FormatFloat(y, 'f', -1, 64)
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// niceStep rounds raw up to 1, 2, 2.5 or 5 times a power of ten, so that
+// axis labels are numbers a reader would pick.
+func niceStep(raw float64) float64 {
+	if !(raw > 0) || math.IsInf(raw, 0) {
+		return 0.25
+	}
+	pow := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if raw <= m*pow {
+			return m * pow
+		}
+	}
+	return 10 * pow
+}
+
+// timeStep picks the spacing of the time axis's ticks: at most six.
+func timeStep(span time.Duration) time.Duration {
+	for _, s := range []time.Duration{
+		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+		time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+	} {
+		if span/s <= 6 {
+			return s
+		}
+	}
+	return 24 * time.Hour
+}

@@ -1,0 +1,69 @@
+package telemetry
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// layoutChart must stay finite and bounded whatever its series hold, even
+// values no gauge lets through.
+func TestLayoutChartExtremeValues(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+	times := []time.Time{now.Add(-4 * time.Second), now.Add(-3 * time.Second), now.Add(-2 * time.Second), now.Add(-time.Second), now}
+	for _, values := range [][]float64{
+		{math.MaxFloat64, 5, math.NaN(), math.Inf(1), 7},
+		{-math.MaxFloat64, 5, math.Inf(-1), 6, 7},
+		{math.MaxFloat64, -math.MaxFloat64, 5, 6, 7},
+		{gaugeLimit, -gaugeLimit, 5, 6, 7},
+	} {
+		laid := make(chan chartView, 1)
+		go func() {
+			laid <- layoutChart("g", 960, 170, now, time.Minute, time.Second, times, []series{{name: "g", color: "c0", values: values}})
+		}()
+		var c chartView
+		select {
+		case c = <-laid:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("layoutChart(%v) did not return within 5 s", values)
+		}
+		if len(c.YTicks) < 2 || len(c.YTicks) > maxYTicks+1 {
+			t.Errorf("%v: %d ticks, want 2 to %d", values, len(c.YTicks), maxYTicks+1)
+		}
+		for _, tk := range c.YTicks {
+			if !isFinite(tk.At) || tk.At < c.Top-0.5 || tk.At > c.Bottom+0.5 || strings.Contains(tk.Label, "Inf") {
+				t.Errorf("%v: tick %+v off the plot [%v, %v]", values, tk, c.Top, c.Bottom)
+			}
+		}
+		if line := c.Series[0].Line; line == "" || strings.Contains(line, "Inf") || strings.Contains(line, "NaN") {
+			t.Errorf("%v: line %q", values, line)
+		}
+	}
+}
+
+// A series with gaps between most samples costs at most a subpath per
+// column, not one per sample.
+func TestLayoutChartFlakySeriesIsBounded(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+	const n = 6000
+	times := make([]time.Time, n)
+	values := make([]float64, n)
+	for i := range n {
+		times[i] = now.Add(time.Duration(i-n+1) * 100 * time.Millisecond)
+		values[i] = float64(i % 10)
+		if i%2 == 1 {
+			values[i] = math.NaN()
+		}
+	}
+	c := layoutChart("g", 960, 170, now, 10*time.Minute, 100*time.Millisecond, times, []series{{name: "g", values: values}})
+	columns := int(c.Right-c.Left)/columnWidth + 1
+	if m := strings.Count(c.Series[0].Line, "M"); m > columns || m < columns/2 {
+		t.Errorf("%d subpaths for %d columns, want at most one each", m, columns)
+	}
+	if c.Points != n/2 {
+		t.Errorf("%d samples counted, want %d", c.Points, n/2)
+	}
+}

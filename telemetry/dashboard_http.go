@@ -1,0 +1,240 @@
+package telemetry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"html/template"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	//go:embed dashboard.html
+	dashboardHTML string
+	//go:embed dashboard.css
+	dashboardCSS string
+	//go:embed dashboard.js
+	dashboardJS string
+
+	dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
+
+	// The page's Content-Security-Policy allows its own inline style and
+	// script by hash, and fetching itself for the refresh: nothing else,
+	// so an error text that slipped past escaping still could not run.
+	dashboardCSP = "default-src 'none'; " +
+		"script-src " + cspHash(dashboardJS) + "; " +
+		"style-src " + cspHash(dashboardCSS) + "; " +
+		"img-src data:; connect-src 'self'; " +
+		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+func cspHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+// ServeHTTP serves the dashboard: a [DashboardDocument] as JSON when the
+// query has format=json or the request accepts application/json but not
+// text/html, the HTML page otherwise. Only GET and HEAD are allowed.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Add("Vary", "Accept")
+
+	doc, err := d.document(d.now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var body bytes.Buffer
+	if wantsJSON(r) {
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		enc := json.NewEncoder(&body)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			http.Error(w, "telemetry: encoding the dashboard: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	} else {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", dashboardCSP)
+		if err := dashboardPage.Execute(&body, d.view(doc)); err != nil {
+			http.Error(w, "telemetry: rendering the dashboard: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body.Bytes())
+	}
+}
+
+// wantsJSON: ?format= decides; else an Accept that names JSON and not
+// HTML (a browser's names HTML, curl's names neither).
+func wantsJSON(r *http.Request) bool {
+	switch r.URL.Query().Get("format") {
+	case "json":
+		return true
+	case "html":
+		return false
+	}
+	namesJSON, namesHTML := false, false
+	for part := range strings.SplitSeq(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		namesJSON = namesJSON || mt == "application/json"
+		namesHTML = namesHTML || mt == "text/html"
+	}
+	return namesJSON && !namesHTML
+}
+
+// pageView is what the template renders: the document, formatted.
+type pageView struct {
+	Title       string
+	Updated     string
+	BreakerOpen bool
+	InFlight    int
+	Jobs        []jobView
+	Rates       chartView
+	Gauges      []chartView
+	Recent      []recentView
+	RecentTotal int // in the document; the page shows the first recentShown
+	CSS         template.CSS
+	JS          template.JS
+}
+
+type jobView struct {
+	Name, Color                       string
+	Rate, Every, Budget               string
+	Drawn, Ran, Skipped, SkippedSplit string
+	Errors, Timeouts, Panics          string
+	Failed                            bool // errors, timeouts or panics: the row is flagged
+	Items, PerSecond, P50, P99, Max   string
+	LastRun, LastRunTitle             string
+}
+
+type recentView struct {
+	Time, TimeTitle, Job, Outcome, OutcomeClass string
+	Items, Duration, TraceID, TraceURL, Error   string
+	More                                        bool
+}
+
+// recentShown is how many recent recruitments the page lists: enough to
+// see a pattern, few enough to keep the page short; JSON has them all.
+const recentShown = 20
+
+var jobColors = []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"}
+
+func (d *Dashboard) view(doc DashboardDocument) pageView {
+	now := doc.Now
+	v := pageView{
+		Title: doc.Title, Updated: now.Local().Format("15:04:05 MST"),
+		BreakerOpen: doc.BreakerOpen, InFlight: doc.InFlight,
+		CSS: template.CSS(dashboardCSS), JS: template.JS(dashboardJS),
+	}
+	times := make([]time.Time, len(doc.Samples))
+	for i, s := range doc.Samples {
+		times[i] = s.Time
+	}
+	rates := make([]series, 0, len(doc.Jobs))
+	for i, j := range doc.Jobs {
+		color := jobColors[i%len(jobColors)]
+		jv := jobView{
+			Name: j.Name, Color: color,
+			Rate: trimFloat(j.Rate*100, 3) + "%", Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
+			Drawn: fmtCount(j.Drawn), Ran: fmtCount(j.Ran), Skipped: fmtCount(j.Skipped.Total),
+			SkippedSplit: "locked " + fmtCount(j.Skipped.Locked) + " · cooldown " + fmtCount(j.Skipped.Cooldown) +
+				" · gate " + fmtCount(j.Skipped.Gate),
+			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics),
+			Failed: j.Errors+j.Timeouts+j.Panics > 0,
+			Items:  fmtCount(j.Items), PerSecond: "–",
+			P50: fmtMS(j.SliceP50MS), P99: fmtMS(j.SliceP99MS), Max: fmtMS(j.SliceMaxMS),
+			LastRun: "never",
+		}
+		if j.ItemsPerSecond != nil {
+			jv.PerSecond = fmtRate(*j.ItemsPerSecond)
+		}
+		if j.LastRun != nil {
+			jv.LastRun, jv.LastRunTitle = fmtAgo(now.Sub(*j.LastRun)), j.LastRun.Local().Format(time.RFC3339)
+		}
+		v.Jobs = append(v.Jobs, jv)
+
+		s := series{name: j.Name, color: color, values: make([]float64, len(doc.Samples))}
+		for k, smp := range doc.Samples {
+			s.values[k] = nan
+			if r, ok := smp.ItemsPerSecond[j.Name]; ok {
+				s.values[k] = r
+			}
+		}
+		rates = append(rates, s)
+	}
+	v.Rates = layoutChart("Items stolen per second", 960, 280, now, d.cfg.window, d.cfg.every, times, rates)
+	for i, name := range doc.Gauges {
+		s := series{name: name, color: jobColors[(len(doc.Jobs)+i)%len(jobColors)], values: make([]float64, len(doc.Samples))}
+		for k, smp := range doc.Samples {
+			s.values[k] = nan
+			if g := smp.Gauges[name]; g != nil {
+				s.values[k] = *g
+			}
+		}
+		// One gauge spans the page; more share it two by two.
+		w, h := 960, 170
+		if len(doc.Gauges) > 1 {
+			w, h = 470, 190
+		}
+		v.Gauges = append(v.Gauges, layoutChart(name, w, h, now, d.cfg.window, d.cfg.every, times, []series{s}))
+	}
+	v.RecentTotal = len(doc.Recent)
+	for _, r := range doc.Recent[:min(len(doc.Recent), recentShown)] {
+		v.Recent = append(v.Recent, recentView{
+			Time: r.Time.Local().Format("15:04:05.000"), TimeTitle: r.Time.Local().Format(time.RFC3339Nano),
+			Job: r.Job, Outcome: outcomeLabel(r.Outcome), OutcomeClass: outcomeClass(r.Outcome),
+			Items: strconv.Itoa(r.Items), More: r.More, Duration: fmtMS(r.DurationMS),
+			TraceID: r.TraceID, TraceURL: r.TraceURL, Error: r.Error,
+		})
+	}
+	return v
+}
+
+func outcomeLabel(o Outcome) string {
+	switch o {
+	case OutcomeSkippedLocked:
+		return "skipped: locked"
+	case OutcomeSkippedCooldown:
+		return "skipped: cooldown"
+	}
+	return string(o)
+}
+
+func outcomeClass(o Outcome) string {
+	switch o {
+	case OutcomeRan:
+		return "o-ran"
+	case OutcomeSkippedLocked, OutcomeSkippedCooldown:
+		return "o-skipped"
+	case OutcomeError:
+		return "o-error"
+	case OutcomeTimeout:
+		return "o-timeout"
+	case OutcomePanic:
+		return "o-panic"
+	}
+	return "o-other"
+}

@@ -1,0 +1,151 @@
+package telemetry
+
+import (
+	"time"
+)
+
+// DashboardDocument is what a [Dashboard] serves as JSON (?format=json or
+// Accept: application/json). Its fields and their json names are stable:
+// scripts may rely on them; new fields may be added. Durations are
+// milliseconds (numbers, fractions allowed), times RFC 3339 in UTC.
+type DashboardDocument struct {
+	Title         string    `json:"title"`
+	Now           time.Time `json:"now"`
+	BreakerOpen   bool      `json:"breaker_open"`    // recruitment keeps away from Redis
+	InFlight      int       `json:"in_flight"`       // slices running now
+	SampleEveryMS float64   `json:"sample_every_ms"` // the interval of Samples
+	WindowMS      float64   `json:"window_ms"`       // how far back Samples go, at most
+	// SamplesSkipped counts the samples not taken because the source's
+	// Stats panicked.
+	SamplesSkipped uint64                 `json:"samples_skipped"`
+	Jobs           []DashboardJob         `json:"jobs"`    // in registration order
+	Gauges         []string               `json:"gauges"`  // names of the gauges, in the order of the options
+	Samples        []DashboardSample      `json:"samples"` // oldest first
+	Recent         []DashboardRecruitment `json:"recent"`  // newest first
+}
+
+// DashboardJob is one job's counters since its recruiter started; see
+// [JobStats].
+type DashboardJob struct {
+	Name     string           `json:"name"`
+	Rate     float64          `json:"rate"`
+	EveryMS  float64          `json:"every_ms"` // 0: no Every
+	BudgetMS float64          `json:"budget_ms"`
+	Drawn    uint64           `json:"drawn"`
+	Ran      uint64           `json:"ran"`
+	Skipped  DashboardSkipped `json:"skipped"`
+	Errors   uint64           `json:"errors"`
+	Timeouts uint64           `json:"timeouts"`
+	Panics   uint64           `json:"panics"`
+	Slices   uint64           `json:"slices"`
+	Items    uint64           `json:"items"`
+	// ItemsPerSecond is the rate of the latest sample; null before the
+	// sampler has two samples of the job.
+	ItemsPerSecond *float64   `json:"items_per_second"`
+	SliceP50MS     float64    `json:"slice_p50_ms"`
+	SliceP99MS     float64    `json:"slice_p99_ms"`
+	SliceMaxMS     float64    `json:"slice_max_ms"`
+	LastRun        *time.Time `json:"last_run"` // end of the last slice; null if none
+}
+
+// DashboardSkipped splits a job's skipped draws by cause.
+type DashboardSkipped struct {
+	Total    uint64 `json:"total"`
+	Locked   uint64 `json:"locked"`   // another process held the job's lock
+	Cooldown uint64 `json:"cooldown"` // the job ran within its Every
+	Gate     uint64 `json:"gate"`     // stopped in this process before Redis
+}
+
+// DashboardSample is one sample of the chart.
+type DashboardSample struct {
+	Time time.Time `json:"time"`
+	// ItemsPerSecond holds, by job, the items stolen per second since the
+	// previous sample; it is empty in the first sample.
+	ItemsPerSecond map[string]float64 `json:"items_per_second"`
+	// Gauges holds each gauge's value by name; null when its read failed
+	// or timed out.
+	Gauges map[string]*float64 `json:"gauges"`
+}
+
+// DashboardRecruitment is one recent recruitment; see [Recruitment].
+type DashboardRecruitment struct {
+	Time       time.Time `json:"time"` // when it ended
+	Job        string    `json:"job"`
+	Outcome    Outcome   `json:"outcome"`
+	Items      int       `json:"items"`
+	More       bool      `json:"more"`
+	DurationMS float64   `json:"duration_ms"` // of the job's Run; 0 if it did not run
+	TraceID    string    `json:"trace_id,omitempty"`
+	TraceURL   string    `json:"trace_url,omitempty"` // with WithTraceURL
+	Error      string    `json:"error,omitempty"`
+}
+
+// document builds the dashboard's document at now from a fresh snapshot
+// of its source and the samples kept; it fails if the source panics.
+func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
+	stats, err := d.stats()
+	if err != nil {
+		return DashboardDocument{}, err
+	}
+	samples, skipped := d.samples()
+	doc := DashboardDocument{
+		Title:          d.cfg.title,
+		Now:            now.UTC(),
+		BreakerOpen:    stats.BreakerOpen,
+		InFlight:       stats.InFlight,
+		SampleEveryMS:  ms(d.cfg.every),
+		WindowMS:       ms(d.cfg.window),
+		SamplesSkipped: skipped,
+		Jobs:           make([]DashboardJob, 0, len(stats.Jobs)),
+		Gauges:         make([]string, 0, len(d.cfg.gauges)),
+		Samples:        make([]DashboardSample, 0, len(samples)),
+		Recent:         make([]DashboardRecruitment, 0, len(stats.Recent)),
+	}
+	for _, g := range d.cfg.gauges {
+		doc.Gauges = append(doc.Gauges, g.name)
+	}
+	for _, s := range samples {
+		ds := DashboardSample{Time: s.at.UTC(), ItemsPerSecond: make(map[string]float64, len(s.rates)), Gauges: make(map[string]*float64, len(s.gauges))}
+		for i, r := range s.rates {
+			ds.ItemsPerSecond[s.jobs[i]] = r
+		}
+		for i, g := range s.gauges {
+			var v *float64
+			if g.ok {
+				v = &g.v
+			}
+			ds.Gauges[d.cfg.gauges[i].name] = v
+		}
+		doc.Samples = append(doc.Samples, ds)
+	}
+	for _, js := range stats.Jobs {
+		dj := DashboardJob{
+			Name: js.Name, Rate: js.Rate, EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
+			Drawn: js.Drawn, Ran: js.Ran,
+			Skipped: DashboardSkipped{
+				Total: js.Skipped(), Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Gate: js.SkippedGate,
+			},
+			Errors: js.Errors, Timeouts: js.Timeouts, Panics: js.Panics, Slices: js.Slices, Items: js.Items,
+			SliceP50MS: ms(js.SliceP50), SliceP99MS: ms(js.SliceP99), SliceMaxMS: ms(js.SliceMax),
+		}
+		if len(samples) > 0 {
+			if r, ok := samples[len(samples)-1].rate(js.Name); ok {
+				dj.ItemsPerSecond = &r
+			}
+		}
+		if !js.LastRun.IsZero() {
+			t := js.LastRun.UTC()
+			dj.LastRun = &t
+		}
+		doc.Jobs = append(doc.Jobs, dj)
+	}
+	for _, r := range stats.Recent {
+		doc.Recent = append(doc.Recent, DashboardRecruitment{
+			Time: r.End.UTC(), Job: r.Job, Outcome: r.Outcome, Items: r.Items, More: r.More,
+			DurationMS: ms(r.Duration), TraceID: r.TraceID, TraceURL: d.traceURL(r.TraceID), Error: r.Error,
+		})
+	}
+	return doc, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
