@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,50 +30,7 @@ type Cluster struct {
 // joins them and waits until a ClusterClient can use every slot range.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		hint := ""
-		if os.Getenv("REDIS_URL") != "" {
-			hint = " (REDIS_URL cannot be used for a cluster)"
-		}
-		t.Fatalf("redistest: StartCluster needs a local redis-server binary%s; %s", hint, installHint)
-	}
-	c := &Cluster{}
-	for range slotRanges {
-		c.nodes = append(c.nodes, startLocal(t, bin, true, nil))
-	}
-
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-	defer cancel()
-	clients := make([]*redis.Client, len(c.nodes))
-	for i, n := range c.nodes {
-		clients[i] = redis.NewClient(n.clientOptions())
-		defer clients[i].Close()
-		r := slotRanges[i]
-		if err := clients[i].ClusterAddSlotsRange(ctx, r[0], r[1]).Err(); err != nil {
-			t.Fatalf("redistest: CLUSTER ADDSLOTSRANGE on %s: %v", n.Addr(), err)
-		}
-	}
-	for _, n := range c.nodes[1:] {
-		// Pass the bus port explicitly: it is not the default port+10000.
-		err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", n.port, n.busPort).Err()
-		if err != nil {
-			t.Fatalf("redistest: CLUSTER MEET %s: %v", n.Addr(), err)
-		}
-	}
-
-	for {
-		err := c.ready(ctx, clients)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("redistest: cluster not ready after %v: %v\n%s", time.Since(start).Round(time.Millisecond), err, c.logTails())
-		}
-		time.Sleep(pollInterval)
-	}
-	return c
+	return StartClusterWithArgs(t)
 }
 
 // ready checks every node's own view first (cheap), then end-to-end access.

@@ -1,0 +1,96 @@
+package cluster_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+)
+
+// A queue of 2,000 items drains on a 3-master cluster while its hash-tag
+// slot is resharded to another master, as redis-cli does it: SETSLOT
+// IMPORTING and MIGRATING, MIGRATE of its keys one at a time (a drain
+// slice runs between every two steps), SETSLOT NODE. Mid-migration the
+// queue's keys are split over two nodes, so its scripts get ASK or
+// TRYAGAIN; afterwards the client's slot map is stale and gets MOVED. The
+// jobs may report errors meanwhile, nothing more: the drain completes
+// once the slot has moved, and every id has its one result.
+func TestSlotMigrationDuringDrain(t *testing.T) {
+	t.Parallel()
+	const items = 2000
+	cl := redistest.StartCluster(t)
+	cc := cl.Client(t)
+	seen := &redirects{}
+	cc.OnNewNode(seen.attach) // before the first command: every node client counts
+	prefix := redistest.Prefix(t)
+	const name = "migrate"
+	ctx := testContext(t, 90*time.Second)
+
+	slot, err := cl.SlotOf(ctx, "{"+prefix+":q:"+name+"}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := cl.Owner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := cl.Nodes()[0]
+	if to == from {
+		to = cl.Nodes()[1]
+	}
+	rig := startDrain(t, cc, prefix, name, items, 20)
+	rig.waitHandled(t, 30*time.Second, items/10)
+
+	m, err := cl.BeginSlotMigration(t, ctx, slot, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	doneAtBegin, _ := rig.handled()
+	beforeFailed := rig.job(t, drainJob).Failed()
+	steps, moved := 0, 0
+	for {
+		// Let a drain slice meet this state of the migration first.
+		attempts := rig.attempts(t)
+		eventuallyOr(t, 30*time.Second, "a drain slice mid-migration", func() bool {
+			return rig.attempts(t) > attempts
+		}, rig.describe)
+		n, err := m.MoveKeys(ctx, 1) // one key a step: every split of the queue's keys is met
+		if err != nil {
+			t.Fatalf("%v: step %d: %v", m, steps, err)
+		}
+		if n == 0 {
+			break
+		}
+		steps++
+		moved += n
+	}
+	if err := m.Finish(ctx); err != nil {
+		t.Fatalf("%v: %v", m, err)
+	}
+	doneAtFinish, _ := rig.handled()
+	migrating := time.Since(began)
+
+	rig.waitDrained(t, 60*time.Second)
+	rig.shutdown(t)
+	rig.checkResults(t)
+
+	if owner, err := cl.Owner(ctx, slot); err != nil || owner != to {
+		t.Fatalf("slot %d owner after the migration = %v, %v; want %s", slot, owner, err, to.Addr())
+	}
+	if left, err := m.KeysLeft(ctx); err != nil || left != 0 {
+		t.Fatalf("keys of slot %d left on the source = %d, %v; want 0", slot, left, err)
+	}
+	if n, err := to.Client(t).ClusterCountKeysInSlot(ctx, slot).Result(); err != nil || n == 0 {
+		t.Fatalf("keys of slot %d on the target = %d, %v; want the queue's results", slot, n, err)
+	}
+	distinct, again := rig.handled()
+	js := rig.job(t, drainJob)
+	t.Logf("%v: %d keys in %d MIGRATE steps over %v; items handled %d at the start, %d at SETSLOT NODE, %d in all (%d redelivered); "+
+		"drain failures %d before, %d in all (%d slices); redirects seen by node clients: %v",
+		m, moved, steps, migrating.Round(time.Millisecond), doneAtBegin, doneAtFinish, distinct, again,
+		beforeFailed, js.Failed(), js.Slices, seen)
+	if seen.moved.Load()+seen.ask.Load()+seen.tryAgain.Load() == 0 {
+		t.Fatal("no MOVED, ASK or TRYAGAIN reached a client: the migration was not exercised")
+	}
+}

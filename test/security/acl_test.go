@@ -1,0 +1,206 @@
+package security_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+)
+
+// aclUser is the ACL SETUSER line of doc.go and the README, without the
+// password; TestACLDocsMatch keeps the three in step.
+const aclUser = "ACL SETUSER worksteal on resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all " +
+	"+evalsha +eval +blmove " +
+	"+time +get +set +getrange +del +exists +pexpire +pttl +incr " +
+	"+hget +hmget +hset +hdel +hexists " +
+	"+lpush +rpush +lindex +llen +lrange +ltrim " +
+	"+zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore"
+
+// fromRedislock are the commands of bsm/redislock's scripts, which are not
+// in this repository: obtain (set, getrange), release (get, del), refresh
+// (get, pexpire), TTL (get, pttl).
+var fromRedislock = []string{"set", "getrange", "get", "del", "pexpire", "pttl"}
+
+// allowed returns the commands aclUser grants.
+func allowed() []string {
+	var cmds []string
+	for f := range strings.FieldsSeq(aclUser) {
+		if c, ok := strings.CutPrefix(f, "+"); ok {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
+}
+
+// Every command that a script of worksteal calls is granted: the ACL
+// cannot fall behind a script that learns a new command.
+func TestACLCoversEveryScript(t *testing.T) {
+	t.Parallel()
+	call := regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
+	used := map[string][]string{}
+	for _, dir := range []string{"queue", "jobs", "recruiter"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.lua"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Lua scripts in %s: %v", dir, err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+				c := strings.ToLower(m[1])
+				used[c] = append(used[c], filepath.Join(dir, filepath.Base(f)))
+			}
+		}
+	}
+	for _, c := range fromRedislock {
+		used[c] = append(used[c], "bsm/redislock")
+	}
+	grant := allowed()
+	for c, where := range used {
+		if !slices.Contains(grant, c) {
+			t.Errorf("%s is called by %v but not granted: add +%s to the README, doc.go and aclUser", c, slices.Compact(where), c)
+		}
+	}
+	for _, c := range grant {
+		if _, ok := used[c]; !ok && !slices.Contains([]string{"evalsha", "eval", "blmove"}, c) {
+			t.Errorf("+%s is granted but no script calls it: remove it", c)
+		}
+	}
+}
+
+// A recruiter with Drain, TidyStale, PromoteDue and EvictExpired, its
+// queue (enqueue, claim, Value, Result, Wait) and its expiring hash all
+// work as an ACL user holding only aclUser's permissions: ACL LOG stays
+// empty. Keys outside the user's patterns and commands outside its list
+// are refused.
+func TestLeastPrivilegeACLUser(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := testContext(t, 60*time.Second)
+	args := []any{}
+	for f := range strings.FieldsSeq(aclUser) {
+		args = append(args, f)
+	}
+	args = append(args, ">s3cret")
+	if err := admin.Do(ctx, args...).Err(); err != nil {
+		t.Fatalf("%s: %v", aclUser, err)
+	}
+	if err := admin.Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := srv.ClientAs(t, "worksteal", "s3cret")
+	aclLog := func() []string {
+		entries, err := admin.Do(ctx, "ACL", "LOG").Slice()
+		if err != nil {
+			t.Fatalf("ACL LOG: %v", err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+
+	a := startApp(t, rdb, appConfig{prefix: "worksteal", queue: "mail", hashKey: "worksteal:sessions", items: 300})
+	// A client waits for an item's result: Wait blocks in BLMOVE.
+	waited := make(chan error, 1)
+	go func() {
+		got, err := a.q.Wait(ctx, a.ids[len(a.ids)-1])
+		if err == nil && !strings.HasPrefix(string(got), "done:") {
+			err = fmt.Errorf("result %q", got)
+		}
+		waited <- err
+	}()
+	eventually(t, 30*time.Second, "the app's jobs done under the ACL user", func() bool { return a.done(ctx, "") },
+		func() string { return a.describe() + "ACL LOG:\n" + strings.Join(aclLog(), "\n") })
+	if err := <-waited; err != nil {
+		t.Fatalf("Wait under the ACL user: %v", err)
+	}
+	a.shutdown(t)
+	a.checkResults(t, ctx)
+	if log := aclLog(); len(log) != 0 {
+		t.Fatalf("ACL LOG after the run has %d entries, want none:\n%s", len(log), strings.Join(log, "\n"))
+	}
+
+	refused := []struct {
+		what string
+		run  func(context.Context) error
+	}{
+		{"SET of a key outside the patterns", func(ctx context.Context) error { return rdb.Set(ctx, "other:key", "x", 0).Err() }},
+		{"a script touching a key outside the patterns", func(ctx context.Context) error {
+			return rdb.Eval(ctx, "return redis.call('SET', KEYS[1], 'x')", []string{"other:key"}).Err()
+		}},
+		{"a script touching an undeclared key", func(ctx context.Context) error {
+			return rdb.Eval(ctx, "return redis.call('SET', 'other:key', 'x')", nil).Err()
+		}},
+		{"a command outside the list on an allowed key", func(ctx context.Context) error {
+			return rdb.Append(ctx, "worksteal:lock:x", "x").Err()
+		}},
+		{"KEYS", func(ctx context.Context) error { return rdb.Keys(ctx, "*").Err() }},
+		{"FLUSHALL", func(ctx context.Context) error { return rdb.FlushAll(ctx).Err() }},
+		{"CONFIG GET", func(ctx context.Context) error { return rdb.ConfigGet(ctx, "*").Err() }},
+	}
+	for _, r := range refused {
+		err := r.run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "NOPERM") && !strings.Contains(err.Error(), "can't run this command") &&
+			!strings.Contains(err.Error(), "no permissions") && !strings.Contains(err.Error(), "can't access") {
+			t.Errorf("%s: err = %v, want a permission error", r.what, err)
+		}
+	}
+	if n, err := admin.Exists(ctx, "other:key").Result(); err != nil || n != 0 {
+		t.Errorf("other:key exists = %d, %v; want 0", n, err)
+	}
+	entries, err := admin.ACLLog(ctx, 100).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged int64
+	for _, e := range entries {
+		logged += e.Count
+	}
+	if logged != int64(len(refused)) {
+		t.Errorf("ACL LOG counts %d denials after %d refusals:\n%s", logged, len(refused), strings.Join(aclLog(), "\n"))
+	}
+}
+
+// The README and doc.go show the same ACL SETUSER line as aclUser.
+func TestACLDocsMatch(t *testing.T) {
+	t.Parallel()
+	want := strings.Fields(aclUser)
+	for _, file := range []string{"../../README.md", "doc.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		in := false
+		for line := range strings.Lines(string(src)) {
+			line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "//"))
+			if strings.HasPrefix(line, "ACL SETUSER") {
+				in = true
+			} else if in && !strings.HasPrefix(line, "+") {
+				break
+			}
+			if in {
+				for f := range strings.FieldsSeq(line) {
+					if !strings.HasPrefix(f, ">") { // the password
+						got = append(got, f)
+					}
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s shows\n%s\nwant\n%s", file, strings.Join(got, " "), aclUser)
+		}
+	}
+}
