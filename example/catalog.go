@@ -3,18 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net/http"
+	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	stealhttp "github.com/worksteal/worksteal/middleware/http"
+	"github.com/worksteal/worksteal/jobs"
+	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -26,73 +25,93 @@ const (
 	popularTop  = 8                    // the items refresh-popular keeps warm
 )
 
-// app is the catalog service: item reads through a Redis cache.
-type app struct {
-	rdb *redis.Client
-	rec *recruiter.Recruiter
+var errNoSuchItem = errors.New("no such item")
 
-	requests, hits atomic.Uint64 // served by the handler
-	failed         atomic.Uint64 // the traffic generator's failed requests
+// app is the shop, whatever the stack that serves it: the catalog read
+// through a Redis cache, the orders whose confirmations a queue sends,
+// and the customers' sessions.
+type app struct {
+	rdb      redis.UniversalClient
+	rec      *recruiter.Recruiter
+	logger   *slog.Logger
+	orders   *queue.Queue
+	sessions *jobs.ExpiringHash
+	orderSeq atomic.Int64 // numbers the orders of this process
+	count    counters
 }
 
-func (a *app) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /items/{id}", a.getItem)
-	mux.HandleFunc("GET /debug/worksteal", a.debugWorksteal)
-	return stealhttp.Middleware(a.rec, stealhttp.WithFilter(func(r *http.Request) bool {
-		return r.URL.Path != "/debug/worksteal" // the status page lends nothing
-	}))(mux)
+// counters are what the summary line shows of this process's traffic.
+type counters struct {
+	http, echo, grpc atomic.Uint64 // requests handled, by stack
+	fast             atomic.Uint64 // of them, fast exits
+	placed           atomic.Uint64 // orders placed
+	sent             atomic.Uint64 // confirmations sent
+	failed           atomic.Uint64 // the traffic generator's failed requests
+}
+
+func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Logger) (*app, error) {
+	orders, err := queue.New(rdb, ordersQueue, ordersConfig)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := jobs.NewExpiringHash(rdb, sessionsKey)
+	if err != nil {
+		return nil, err
+	}
+	return &app{rdb: rdb, rec: rec, logger: logger, orders: orders, sessions: sessions}, nil
+}
+
+// item is a catalog entry as every stack returns it.
+type item struct {
+	ID         int    `json:"id"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Cached     bool   `json:"cached"`
 }
 
 func itemKey(id int) string { return "example:item:" + strconv.Itoa(id) }
 
-func (a *app) getItem(w http.ResponseWriter, r *http.Request) {
-	a.requests.Add(1)
-	id, err := strconv.Atoi(r.PathValue("id"))
-	if err != nil || id < 0 || id >= catalogSize {
-		http.Error(w, "no such item", http.StatusNotFound)
-		return
+// getItem reads an item through the cache. A hit is a fast exit: if the
+// stack's middleware drew this request, it lends a slice of its time once
+// the response is done.
+func (a *app) getItem(ctx context.Context, id int) (item, error) {
+	if id < 0 || id >= catalogSize {
+		return item{}, fmt.Errorf("%w: %d", errNoSuchItem, id)
 	}
-	ctx := r.Context()
 	pipe := a.rdb.Pipeline()
 	cached := pipe.Get(ctx, itemKey(id))
 	pipe.ZIncrBy(ctx, popularKey, 1, strconv.Itoa(id))
 	_, _ = pipe.Exec(ctx) // each command's error is read from the command itself
-	w.Header().Set("Content-Type", "application/json")
-	if body, err := cached.Bytes(); err == nil {
-		a.hits.Add(1)
-		w.Header().Set("X-Cache", "HIT")
-		// A cache hit is a fast exit: if stealhttp drew this request, it
-		// lends a slice of its time once the response is done.
-		recruiter.MarkFastExit(ctx)
-		w.Write(body)
-		return
+	var it item
+	if body, err := cached.Bytes(); err == nil && json.Unmarshal(body, &it) == nil {
+		a.fastExit(ctx)
+		it.Cached = true
+		return it, nil
 	}
 	// A miss, or Redis failing: serve from the source either way.
-	body, err := loadItem(ctx, id)
+	it, err := loadItem(ctx, id)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
+		return item{}, err
 	}
-	a.rdb.Set(ctx, itemKey(id), body, itemTTL) // best effort: a failed fill is a later miss
-	w.Header().Set("X-Cache", "MISS")
-	w.Write(body)
+	if body, err := json.Marshal(it); err == nil {
+		a.rdb.Set(ctx, itemKey(id), body, itemTTL) // best effort: a failed fill is a later miss
+	}
+	return it, nil
 }
 
-func (a *app) debugWorksteal(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(a.rec.Stats())
+// fastExit marks the request a fast exit and counts it.
+func (a *app) fastExit(ctx context.Context) {
+	a.count.fast.Add(1)
+	recruiter.MarkFastExit(ctx)
 }
 
 // loadItem stands in for the catalog's database.
-func loadItem(ctx context.Context, id int) ([]byte, error) {
+func loadItem(ctx context.Context, id int) (item, error) {
 	select {
 	case <-time.After(loadDelay):
-		return fmt.Appendf(nil, `{"id":%d,"name":"item %d","price_cents":%d}`, id, id, 100+id*37%9900), nil
+		return item{ID: id, Name: fmt.Sprintf("item %d", id), PriceCents: int64(100 + id*37%9900)}, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return item{}, ctx.Err()
 	}
 }
 
@@ -109,8 +128,9 @@ func (a *app) refreshPopular(ctx context.Context) (recruiter.Report, error) {
 		if err != nil {
 			continue
 		}
-		body, err := loadItem(ctx, id)
+		it, err := loadItem(ctx, id)
 		if err == nil {
+			body, _ := json.Marshal(it)
 			err = a.rdb.Set(ctx, itemKey(id), body, itemTTL).Err()
 		}
 		if err != nil {
@@ -119,60 +139,4 @@ func (a *app) refreshPopular(ctx context.Context) (recruiter.Report, error) {
 		refreshed++
 	}
 	return recruiter.Report{Items: refreshed}, nil
-}
-
-const (
-	trafficWorkers = 4
-	trafficRate    = 200 // requests per second, all workers together
-	trafficItems   = 100 // traffic reads only the first items of the catalog
-)
-
-// generateTraffic reads items from baseURL until ctx is done, and returns
-// a function that waits for its workers to stop. Ids follow a Zipf law, as
-// real catalog reads do, so most reads are cache hits.
-func generateTraffic(ctx context.Context, baseURL string, failed *atomic.Uint64) (wait func()) {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = trafficWorkers
-	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
-	var wg sync.WaitGroup
-	for range trafficWorkers {
-		wg.Go(func() {
-			zipf := rand.NewZipf(rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), 1.2, 1, trafficItems-1)
-			tick := time.NewTicker(trafficWorkers * time.Second / trafficRate)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				if err := get(ctx, client, fmt.Sprintf("%s/items/%d", baseURL, zipf.Uint64())); err != nil && ctx.Err() == nil {
-					failed.Add(1)
-				}
-			}
-		})
-	}
-	return func() {
-		wg.Wait()
-		transport.CloseIdleConnections()
-	}
-}
-
-func get(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
 }

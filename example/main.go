@@ -1,11 +1,3 @@
-// Command example is worksteal's first contact: a small catalog service
-// whose cache hits do the housekeeping of an expiring session store, with
-// no cron job and no daemon.
-//
-//	go run ./example                              # embedded Redis (miniredis)
-//	REDIS_URL=redis://localhost:6379/0 go run ./example
-//	curl localhost:8080/items/7                   # X-Cache: HIT or MISS
-//	curl localhost:8080/debug/worksteal           # the recruiter's counters
 package main
 
 import (
@@ -15,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -25,169 +15,230 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/worksteal/worksteal/recruiter"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
+	// ends the process at once. Notify (not Go's default action) handles
+	// both, so this holds even where the example starts with SIGINT
+	// ignored, as a background job of a script does.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-signals
+		cancel()
+		<-signals
+		fmt.Fprintln(os.Stderr, "example: second signal, exiting without finishing the shutdown")
+		os.Exit(exitForced)
+	}()
 	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	cancel()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "example:", err)
 		os.Exit(1)
 	}
+	// A stop by SIGINT or SIGTERM is the normal end of a service: exit 0,
+	// so that `make run` ends quietly on Ctrl-C.
 }
 
-// run serves until ctx is done or -duration has passed, then shuts down
-// in dependency order and prints a final summary.
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+// exitForced is the exit code after a second signal: 128 + SIGINT, as a
+// shell reports a process killed by Ctrl-C.
+const exitForced = 130
+
+// options are the command line, each flag falling back to an environment
+// variable.
+type options struct {
+	httpAddr, echoAddr, grpcAddr, adminAddr string
+	redisURL, redisAddrs, redisCA           string
+	redisTLS                                bool
+	traceURL                                string
+	traffic                                 bool
+	duration, summaryEvery                  time.Duration
+	debug                                   bool
+}
+
+func parseFlags(args []string, out io.Writer) (options, error) {
+	var o options
+	traffic, err := envBool("TRAFFIC", true)
+	if err != nil {
+		return o, err
+	}
+	redisTLS, err := envBool("REDIS_TLS", false)
+	if err != nil {
+		return o, err
+	}
 	fs := flag.NewFlagSet("example", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen `address`; port 0 picks a free one")
-	redisURL := fs.String("redis", os.Getenv("REDIS_URL"), "Redis `URL` (redis:// or rediss://); empty runs an embedded miniredis; defaults to $REDIS_URL")
-	traffic := fs.Bool("traffic", true, "send ~200 req/s of skewed catalog reads to the server itself")
-	duration := fs.Duration("duration", 0, "stop after this long; 0 runs until SIGINT or SIGTERM")
+	fs.SetOutput(out)
+	fs.StringVar(&o.httpAddr, "http", envOr("HTTP_ADDR", "127.0.0.1:8080"), "net/http listen `address` ($HTTP_ADDR); port 0 picks a free one")
+	fs.StringVar(&o.echoAddr, "echo", envOr("ECHO_ADDR", "127.0.0.1:8081"), "echo listen `address` ($ECHO_ADDR)")
+	fs.StringVar(&o.grpcAddr, "grpc", envOr("GRPC_ADDR", "127.0.0.1:9090"), "gRPC listen `address` ($GRPC_ADDR)")
+	fs.StringVar(&o.adminAddr, "admin", envOr("ADMIN_ADDR", "127.0.0.1:8079"), "admin listen `address` of the dashboard (/debug/worksteal) and the Prometheus metrics (/metrics) ($ADMIN_ADDR); keep it private")
+	fs.StringVar(&o.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis `URL`, redis:// or rediss:// ($REDIS_URL); empty: an embedded miniredis")
+	fs.StringVar(&o.redisAddrs, "redis-addrs", os.Getenv("REDIS_ADDRS"), "comma-separated Redis Cluster `addresses` ($REDIS_ADDRS), authenticated with $REDIS_USERNAME and $REDIS_PASSWORD if set; instead of -redis")
+	fs.BoolVar(&o.redisTLS, "redis-tls", redisTLS, "connect to the cluster of -redis-addrs over TLS, verified with the system roots unless -redis-ca ($REDIS_TLS=1)")
+	fs.StringVar(&o.redisCA, "redis-ca", os.Getenv("REDIS_CA"), "PEM `file` of a private CA for rediss:// or a TLS cluster; implies -redis-tls ($REDIS_CA)")
+	fs.StringVar(&o.traceURL, "trace-url", os.Getenv("TRACE_URL"), "link the dashboard's trace ids to a tracing UI: a `format` with one %s, e.g. http://localhost:16686/trace/%s ($TRACE_URL)")
+	fs.BoolVar(&o.traffic, "traffic", traffic, "drive all three stacks with a built-in traffic generator ($TRAFFIC=false to turn it off)")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long; 0 runs until SIGINT or SIGTERM")
+	fs.DurationVar(&o.summaryEvery, "summary", 3*time.Second, "print a summary line this often")
+	fs.BoolVar(&o.debug, "debug", os.Getenv("DEBUG") != "", "log at debug level: every confirmation sent ($DEBUG)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.redisURL != "" && o.redisAddrs != "" {
+		return o, errors.New("set -redis (REDIS_URL) or -redis-addrs (REDIS_ADDRS), not both")
+	}
+	if o.adminAddr == "" {
+		// Not all interfaces by accident: the dashboard is for the operator.
+		return o, errors.New("-admin (ADMIN_ADDR) is empty: give the admin port an address, e.g. 127.0.0.1:8079")
+	}
+	if o.redisTLS && o.redisAddrs == "" && !strings.HasPrefix(o.redisURL, "rediss://") {
+		return o, errors.New("-redis-tls (REDIS_TLS) is for a cluster (-redis-addrs); for one server use a rediss:// URL")
+	}
+	if o.summaryEvery <= 0 {
+		return o, errors.New("-summary must be positive")
+	}
+	return o, nil
+}
+
+func envOr(name, fallback string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return fallback
+}
+
+// envBool is a boolean flag's default: the variable as strconv.ParseBool
+// reads it (1, t, true, 0, f, false...), or fallback when it is unset or
+// empty.
+func envBool(name string, fallback bool) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return fallback, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("$%s=%q: want true or false", name, v)
+	}
+	return b, nil
+}
+
+// run serves until ctx is done or -duration has passed, then shuts down in
+// dependency order and prints a final summary. A stop by ctx is no error.
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
+	o, err := parseFlags(args, stdout)
+	if err != nil {
 		return err
 	}
-	if *duration > 0 {
+	if o.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
 	out := &lockedWriter{w: stdout}
-	logger := slog.New(slog.NewTextHandler(out, nil))
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another instance running? pick a port with -addr)", *addr, err)
+	level := slog.LevelInfo
+	if o.debug {
+		level = slog.LevelDebug
 	}
-	defer ln.Close()
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
 
-	rdb, closeRedis, err := connectRedis(ctx, *redisURL, out)
+	// Ports first: a port in use is the likeliest error, and the cheapest.
+	lns, err := listenAll(o)
+	if err != nil {
+		return err
+	}
+	defer lns.close()
+
+	rdb, closeRedis, err := connectRedis(ctx, o, out)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
 
-	if err := seedSessions(ctx, rdb, time.Now()); err != nil {
-		return fmt.Errorf("seed sessions: %w", err)
-	}
-	// With no fast exits at all (-traffic=false), the idle fallback still
-	// runs each job every few seconds.
-	rec, err := recruiter.New(rdb, recruiter.Config{IdleFallback: 5 * time.Second, Logger: logger})
+	tel, err := setupOtel(ctx, out)
 	if err != nil {
 		return err
 	}
-	a := &app{rdb: rdb, rec: rec}
-	evict, err := evictSessions(rdb)
+	// Flush the spans and metrics last, after the slices have ended.
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, tel.shutdown(fctx))
+	}()
+
+	rec, err := recruiter.New(rdb, recruiter.Config{
+		// With no fast exits at all (-traffic=false), each job still runs
+		// every few seconds.
+		IdleFallback:   5 * time.Second,
+		Logger:         logger,
+		MaxConcurrent:  2,
+		MeterProvider:  tel.meters,
+		TracerProvider: tel.tracers,
+	})
+	if err != nil {
+		return err
+	}
+	a, err := newApp(rdb, rec, logger)
 	if err != nil {
 		return errors.Join(err, rec.Shutdown(ctx))
 	}
-	if err := errors.Join(
-		// Drain a backlog at once (More releases the lock), then look again once a second.
-		rec.Register(evict, recruiter.JobConfig{Rate: 0.05, Budget: 50 * time.Millisecond, Every: time.Second}),
-		rec.Register(recruiter.Func("refresh-popular", a.refreshPopular), recruiter.JobConfig{Rate: 0.02, Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
-	); err != nil {
+	if err := a.seed(ctx, out); err != nil {
+		return errors.Join(fmt.Errorf("seed: %w", err), rec.Shutdown(ctx))
+	}
+	if err := a.registerJobs(); err != nil {
 		return errors.Join(err, rec.Shutdown(ctx))
 	}
-
-	srv := &http.Server{
-		Handler:           a.routes(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	srv, err := a.serve(lns, tel, logger, o.traceURL)
+	if err != nil {
+		return errors.Join(err, rec.Shutdown(ctx))
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	baseURL := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "listening on %s\n", baseURL)
+	fmt.Fprintf(out, "listening http=%s echo=%s grpc=%s admin=%s\n", lns.http.Addr(), lns.echo.Addr(), lns.grpc.Addr(), lns.admin.Addr())
+	printTour(out, lns)
 
-	trafficCtx, stopTraffic := context.WithCancel(ctx)
+	// Without ctx's deadline (-duration): a client's own timer could see
+	// it pass before ctx does, and count a request cut short as failed.
+	trafficCtx, stopTraffic := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopTraffic()
 	waitTraffic := func() {}
-	if *traffic {
-		waitTraffic = generateTraffic(trafficCtx, baseURL, &a.failed)
+	if o.traffic {
+		waitTraffic = a.generateTraffic(trafficCtx, lns)
 	}
 
-	var serveErr error
-	start := time.Now()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case serveErr = <-served:
-			break loop
-		case <-tick.C:
-			fmt.Fprintln(out, a.summary(ctx, fmt.Sprintf("t=%v", time.Since(start).Round(time.Second))))
-		}
-	}
+	serveErr := a.report(ctx, srv.failed, out, o.summaryEvery)
 
-	// Clients first, then the server, then the slices its requests started;
-	// Redis closes last, in the deferred closeRedis.
+	// Clients first, then the servers, then the slices their requests
+	// started, then the dashboard; the exporters flush and Redis closes in
+	// the deferred calls.
 	stopTraffic()
 	waitTraffic()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	err = errors.Join(serveErr, srv.Shutdown(sctx), rec.Shutdown(sctx))
+	err = errors.Join(serveErr, srv.shutdown(sctx), rec.Shutdown(sctx), srv.dashboard.Close())
 	fmt.Fprintln(out, a.summary(sctx, "final"))
 	return err
 }
 
-// connectRedis returns a client of REDIS_URL's Redis, or of an embedded
-// miniredis when url is empty, and the function that closes them.
-func connectRedis(ctx context.Context, url string, out io.Writer) (*redis.Client, func(), error) {
-	if url == "" {
-		mr := miniredis.NewMiniRedis()
-		mr.ClockTTL(true) // expire keys by the wall clock, as Redis does; lock cooldowns rely on it
-		if err := mr.Start(); err != nil {
-			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
-		}
-		fmt.Fprintf(out, "redis: embedded miniredis at %s (set REDIS_URL to use a real Redis)\n", mr.Addr())
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-		return rdb, func() { rdb.Close(); mr.Close() }, nil
-	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, nil, fmt.Errorf("redis URL: %w", err)
-	}
-	rdb := redis.NewClient(opts)
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		rdb.Close()
-		return nil, nil, fmt.Errorf("redis at %s: %w", opts.Addr, err)
-	}
-	fmt.Fprintf(out, "redis: %s db %d, tls %t\n", opts.Addr, opts.DB, opts.TLSConfig != nil)
-	return rdb, func() { rdb.Close() }, nil
+// printTour says what to try by hand.
+func printTour(out io.Writer, lns *listeners) {
+	h, e, g, adm := lns.http.Addr(), lns.echo.Addr(), lns.grpc.Addr(), lns.admin.Addr()
+	fmt.Fprintf(out, strings.TrimLeft(`
+  curl -i http://%[1]s/items/7                  # X-Cache: HIT or MISS; echo serves the same on %[2]s
+  curl -i -d '{"customer":"ada","item_id":7,"quantity":2}' http://%[1]s/orders
+  curl -i http://%[1]s/orders/ID                # waits up to 2s for the confirmation
+  grpcurl -plaintext %[3]s list                 # reflection; then e.g.
+  grpcurl -plaintext -d '{"id":7}' %[3]s worksteal.example.catalog.v1.Catalog/GetItem
+  dashboard: http://%[4]s/debug/worksteal   (?format=json for JSON)
+  metrics:   http://%[4]s/metrics
+
+`, "\n"), h, e, g, adm)
 }
 
-// summary is one line: the server's requests, each job's outcomes in this
-// process, and what is left of the session store.
-func (a *app) summary(ctx context.Context, label string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-5s requests=%d hits=%d failed=%d", label, a.requests.Load(), a.hits.Load(), a.failed.Load())
-	for _, j := range a.rec.Stats().Jobs {
-		// Timeouts apart: a loaded machine makes some, and they lose nothing.
-		fmt.Fprintf(&b, " | %s ran=%d skipped=%d failed=%d timeouts=%d items=%d", j.Name, j.Ran,
-			j.Skipped(), j.Errors+j.Panics, j.Timeouts, j.Items)
-	}
-	sessions, err := a.rdb.ZCard(ctx, sessionsKey).Result()
-	expired, err2 := a.rdb.ZCount(ctx, sessionsKey, "-inf", strconv.FormatInt(time.Now().UnixMilli(), 10)).Result()
-	if err := errors.Join(err, err2); err != nil {
-		return b.String() + " | sessions: " + err.Error()
-	}
-	fmt.Fprintf(&b, " | sessions=%d expired=%d", sessions, expired)
-	return b.String()
-}
-
-// lockedWriter serializes the summaries, the logger and the server's error
-// log, which all write to stdout from their own goroutines.
+// lockedWriter serializes the summaries, the logger and the servers' error
+// logs, which all write to stdout from their own goroutines.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer

@@ -3,46 +3,49 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/worksteal/worksteal/jobs"
-	"github.com/worksteal/worksteal/recruiter"
 )
 
 const (
-	sessionsKey   = "example:sessions" // member -> expiry, unix ms
-	sessionsSeed  = 500
-	sessionsBatch = 100 // the most sessions one slice evicts
+	// sessionsKey is a jobs.ExpiringHash: customer -> session, each field
+	// with its own expiry; the evict job removes the expired ones.
+	sessionsKey  = "example:sessions"
+	sessionTTL   = 10 * time.Minute // renewed by each order
+	sessionData  = `{"cart":[]}`    // what a session holds; the example only expires them
+	seedExpired  = 200              // sessions seeded already expired
+	seedLive     = 50               // and live ones, which stay
+	evictBatch   = 50               // the most sessions one slice evicts
+	expiredField = "expired-"       // + number: the seeded expired sessions
 )
 
-// seedSessions replaces the session store with sessionsSeed sessions: every
-// other one expired up to 500s ago, the rest expiring 1 to 10 minutes from
-// now, so a short run evicts exactly the expired half.
-func seedSessions(ctx context.Context, rdb redis.Cmdable, now time.Time) error {
-	sessions := make([]redis.Z, sessionsSeed)
-	for i := range sessions {
-		expiry := now.Add(time.Minute + time.Duration(i)*time.Second)
-		if i%2 == 0 {
-			expiry = now.Add(-time.Duration(i+1) * time.Second)
+// seedSessions writes seedExpired sessions that expire at once, so the
+// evict job has work within seconds, and seedLive that stay.
+func (a *app) seedSessions(ctx context.Context) error {
+	for i := range seedExpired {
+		if err := a.sessions.Set(ctx, fmt.Sprintf("%s%03d", expiredField, i), []byte(sessionData), time.Millisecond); err != nil {
+			return err
 		}
-		sessions[i] = redis.Z{Score: float64(expiry.UnixMilli()), Member: fmt.Sprintf("session-%03d", i)}
 	}
-	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, sessionsKey)
-		p.ZAdd(ctx, sessionsKey, sessions...)
-		return nil
-	})
-	return err
+	for i := range seedLive {
+		if err := a.sessions.Set(ctx, fmt.Sprintf("customer-%03d", i), []byte(sessionData), sessionTTL); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// evictSessions is the job that a cron would otherwise run: the built-in
-// eviction of sorted-set members scored by expiry, one bounded batch a
-// slice here, so that the status page shows the slices come and go; a
-// full batch reports More, so the next recruit continues at once.
-func evictSessions(rdb redis.Scripter) (recruiter.Job, error) {
-	return jobs.EvictExpiredMembers(rdb, sessionsKey, jobs.EvictConfig{
-		Batch: sessionsBatch, MaxBatches: 1, Name: "evict-sessions",
-	})
+// sessionCounts returns the sessions stored and how many of them have
+// expired but are not evicted yet, by this process's clock.
+func (a *app) sessionCounts(ctx context.Context) (stored, expired int64, err error) {
+	_, expiry := a.sessions.Keys()
+	pipe := a.rdb.Pipeline()
+	all := pipe.ZCard(ctx, expiry)
+	due := pipe.ZCount(ctx, expiry, "-inf", strconv.FormatInt(time.Now().UnixMilli(), 10))
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return 0, 0, err
+	}
+	return all.Val(), due.Val(), nil
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/worksteal/worksteal/jobs"
+	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// seedStale is how many orders the seed leaves in stale leases, as a
+// crashed worker would.
+const seedStale = 12
+
+// registerJobs gives the recruiter the shop's chores. The rates are shares
+// of fast exits: at ~150 fast exits/s, drain is drawn ~30 times a second
+// and runs whenever confirmations wait; the others run at most once per
+// Every across all the processes sharing the Redis.
+func (a *app) registerJobs() error {
+	drain, err := jobs.Drain(a.orders, a.sendConfirmation, jobs.DrainConfig{Batch: 50})
+	if err != nil {
+		return err
+	}
+	tidy, err := jobs.TidyStale(a.orders, jobs.TidyConfig{})
+	if err != nil {
+		return err
+	}
+	promote, err := jobs.PromoteDue(a.orders, jobs.PromoteConfig{})
+	if err != nil {
+		return err
+	}
+	// One bounded batch a slice, so that the dashboard shows slices come
+	// and go; a full batch reports More and the next recruit continues.
+	evict, err := jobs.EvictExpired(a.rdb, sessionsKey, jobs.EvictConfig{Batch: evictBatch, MaxBatches: 1, Name: "evict.sessions"})
+	if err != nil {
+		return err
+	}
+	return errors.Join(
+		a.rec.Register(drain, recruiter.JobConfig{Rate: 0.2, Budget: 100 * time.Millisecond}),
+		a.rec.Register(tidy, recruiter.JobConfig{Rate: 0.05, Every: 2 * time.Second}),
+		a.rec.Register(promote, recruiter.JobConfig{Rate: 0.05, Every: time.Second}),
+		a.rec.Register(evict, recruiter.JobConfig{Rate: 0.05, Every: time.Second}),
+		a.rec.Register(recruiter.Func("refresh-popular", a.refreshPopular),
+			recruiter.JobConfig{Rate: 0.02, Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
+	)
+}
+
+// seed gives every job work within seconds of the start: orders whose
+// worker "crashed" holding their leases (tidy, then drain; two of them
+// fail once, for promote), and expired sessions (evict).
+func (a *app) seed(ctx context.Context, out io.Writer) error {
+	payloads := make([][]byte, seedStale)
+	for i := range payloads {
+		payloads[i], _ = json.Marshal(order{Customer: fmt.Sprintf("seed-%02d", i), ItemID: i, Quantity: 1, Seq: int64(i)})
+	}
+	if _, err := a.orders.EnqueueBatch(ctx, payloads); err != nil {
+		return err
+	}
+	// A worker with a 1ms lease claims them and never settles them.
+	crashed, err := queue.New(a.rdb, ordersQueue, queue.Config{Lease: time.Millisecond})
+	if err != nil {
+		return err
+	}
+	abandoned, err := crashed.Claim(ctx, seedStale)
+	if err != nil {
+		return err
+	}
+	a.orderSeq.Store(seedStale)
+	if err := a.seedSessions(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "seeded %d stale leases in queue %q and %d expired sessions (plus %d live) in %q\n",
+		len(abandoned), ordersQueue, seedExpired, seedLive, sessionsKey)
+	return nil
+}
