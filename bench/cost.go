@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// variant is one way of serving the fast-exit endpoint in experiment 1.
+type variant struct {
+	Key, Label string
+	args       []string
+}
+
+// variants: "none" first, the control second and "bg-0.01" fourth (the
+// progress line reads them by place).
+var variants = []variant{
+	{"none", "no middleware", []string{"-mw", "none"}},
+	// The same as "none" in a second process: its ratio to "none" is the
+	// machine's noise floor, the least difference this run can resolve.
+	{"control", "no middleware, second process (control)", []string{"-mw", "none"}},
+	{"empty", "middleware, no jobs", []string{"-mw", "empty"}},
+	{"bg-0.01", "rate 0.01, background", []string{"-mw", "job", "-rate", "0.01"}},
+	{"bg-1", "rate 1.0, background", []string{"-mw", "job", "-rate", "1"}},
+	{"in-0.01", "rate 0.01, inline", []string{"-mw", "job", "-rate", "0.01", "-inline"}},
+	{"in-1", "rate 1.0, inline", []string{"-mw", "job", "-rate", "1", "-inline"}},
+	{"bg-0.01-cpu", "rate 0.01, background, CPU job", []string{"-mw", "job", "-rate", "0.01", "-job", "cpu"}},
+	{"bg-1-cpu", "rate 1.0, background, CPU job", []string{"-mw", "job", "-rate", "1", "-job", "cpu"}},
+}
+
+// costRow is one variant at one request rate: throughput is the median
+// across rounds, latencies are quantiles of all rounds' requests pooled.
+type costRow struct {
+	Variant      variant
+	Rate         float64
+	Throughput   float64
+	P50, P99     time.Duration
+	P999         time.Duration
+	Errors       int64
+	Rounds       int
+	P99Ratio     float64 // to "no middleware" at the same rate, same run
+	P99RatioMin  float64 // the rounds' own ratios, lowest and highest
+	P99RatioMax  float64
+	SlicesPerSec float64 // slices the variant's job ran, over the whole experiment
+}
+
+// costPlan sizes experiment 1.
+func costPlan(quick bool) (rates []float64, rounds int, warmup, window time.Duration) {
+	if quick {
+		return []float64{1000}, 2, 200 * time.Millisecond, 800 * time.Millisecond
+	}
+	return []float64{250, 1000, 2500}, 4, 500 * time.Millisecond, 2 * time.Second
+}
+
+// runRequestCost is experiment 1: one service process per variant, all
+// started at once and loaded in turn, round after round (A B C ..., A B C
+// ...), so that the machine's noise falls on every variant alike.
+func runRequestCost(ctx context.Context, e *env, rep *report) error {
+	rates, rounds, warmup, window := costPlan(e.opts.quick)
+	procs := make([]*proc, len(variants))
+	defer func() { stopAll(slices.DeleteFunc(procs, func(p *proc) bool { return p == nil })) }()
+	for i, v := range variants {
+		p, err := e.startProc(ctx, "service", "cost-"+v.Key, append([]string{"-prefix", "cost-" + v.Key, "-work", "20ms"}, v.args...)...)
+		if err != nil {
+			return err
+		}
+		procs[i] = p
+	}
+	g := newLoadGen()
+	defer g.close()
+	results := map[[2]int][]loadResult{} // variant, rate → rounds
+	began := time.Now()
+	for r := range rounds {
+		for ri, rate := range rates {
+			for vi := range variants {
+				res, err := g.run(ctx, []string{procs[vi].addr}, rate, warmup, window)
+				if err != nil {
+					return err
+				}
+				results[[2]int{vi, ri}] = append(results[[2]int{vi, ri}], res)
+			}
+			logf("cost: round %d/%d at %v req/s: p99 none %v, control %v, bg-0.01 %v", r+1, rounds, rate,
+				results[[2]int{0, ri}][r].P99.Round(time.Microsecond), results[[2]int{1, ri}][r].P99.Round(time.Microsecond),
+				results[[2]int{3, ri}][r].P99.Round(time.Microsecond))
+		}
+	}
+	elapsed := time.Since(began).Seconds()
+	for ri, rate := range rates {
+		base := results[[2]int{0, ri}]
+		for vi, v := range variants {
+			rs := results[[2]int{vi, ri}]
+			row := costRow{Variant: v, Rate: rate, Rounds: len(rs),
+				Throughput: medianF(rs, func(l loadResult) float64 { return l.Throughput }),
+			}
+			pooled := pool(rs)
+			row.P50, row.P99, row.P999 = pooled.quantile(0.50), pooled.quantile(0.99), pooled.quantile(0.999)
+			ratios := make([]float64, len(rs))
+			for i := range rs {
+				row.Errors += rs[i].Errors
+				ratios[i] = float64(rs[i].P99) / float64(base[i].P99)
+			}
+			row.P99Ratio = float64(row.P99) / float64(pool(base).quantile(0.99))
+			row.P99RatioMin, row.P99RatioMax = slices.Min(ratios), slices.Max(ratios)
+			if st, err := fetchStats(ctx, procs[vi].addr); err == nil && len(st.Jobs) > 0 {
+				row.SlicesPerSec = float64(st.Jobs[0].Slices) / elapsed
+			}
+			rep.cost = append(rep.cost, row)
+		}
+	}
+	return nil
+}
+
+// pool merges the rounds' latency histograms.
+func pool(rs []loadResult) *histogram {
+	h := &histogram{}
+	for _, r := range rs {
+		for i := range r.hist.counts {
+			h.counts[i].Add(r.hist.counts[i].Load())
+		}
+		h.n.Add(r.hist.n.Load())
+		h.max.Store(max(h.max.Load(), r.hist.max.Load()))
+	}
+	return h
+}
+
+func fetchStats(ctx context.Context, addr string) (serviceStats, error) {
+	var s serviceStats
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a hung service fails the run, not hangs it
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/stats", nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("GET %s/stats: %s", addr, resp.Status)
+	}
+	return s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+// fleetStats sums the counters of a fleet.
+type fleetStats struct {
+	Requests, LockRT, QueueRT, Items, Processed int64
+}
+
+func fetchFleet(ctx context.Context, ps []*proc) (fleetStats, []serviceStats, error) {
+	var f fleetStats
+	all := make([]serviceStats, 0, len(ps))
+	for _, p := range ps {
+		s, err := fetchStats(ctx, p.addr)
+		if err != nil {
+			return f, nil, err
+		}
+		f.Requests += s.Requests
+		f.LockRT += s.LockRT
+		f.QueueRT += s.QueueRT
+		f.Processed += s.Processed
+		for _, j := range s.Jobs {
+			f.Items += int64(j.Items)
+		}
+		all = append(all, s)
+	}
+	return f, all, nil
+}
+
+func (f fleetStats) minus(b fleetStats) fleetStats {
+	return fleetStats{f.Requests - b.Requests, f.LockRT - b.LockRT, f.QueueRT - b.QueueRT, f.Items - b.Items, f.Processed - b.Processed}
+}
+
+func medianF[T any](xs []T, f func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}

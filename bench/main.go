@@ -1,0 +1,124 @@
+// Command bench is the fleet benchmark of worksteal (`make bench-fleet`):
+// one run starts a throw-away redis-server, fleets of 1, 2 and 4 service
+// processes (this program re-executed with -role service) and an open-loop
+// load generator, and measures what stolen work costs requests and Redis and
+// how well it keeps a queue, against a dedicated daemon. It rewrites the
+// fleet section of BENCHMARKS.md (between its markers) and the plots in
+// bench/results.
+//
+//	go run ./bench            # the full set, about 10 minutes
+//	go run ./bench -quick     # a short version for development, under a minute
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options of the orchestrating process.
+type options struct {
+	quick     bool
+	port      int
+	markdown  string
+	resultDir string
+	skip      map[string]bool
+}
+
+func main() {
+	role := flag.String("role", "bench", "bench (the orchestrator), service or daemon (started by the orchestrator)")
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "short runs for development (under a minute); the figures are not for publishing")
+	flag.IntVar(&o.port, "port", 0, "port of the throw-away redis-server (0: a free one)")
+	flag.StringVar(&o.markdown, "md", "BENCHMARKS.md", "file whose fleet section is rewritten (between <!-- fleet:begin --> and <!-- fleet:end -->); empty: print to stdout")
+	flag.StringVar(&o.resultDir, "results", "bench/results", "folder of the SVG plots")
+	skip := flag.String("skip", "", "comma-separated experiments to leave out: cost,redis,health,scale (development only)")
+	sf := serviceFlags{}
+	sf.register(flag.CommandLine)
+	flag.Parse()
+
+	switch *role {
+	case "service", "daemon":
+		if err := runService(*role, sf); err != nil {
+			fmt.Fprintln(os.Stderr, "bench "+*role+":", err)
+			os.Exit(1)
+		}
+		return
+	case "bench":
+	default:
+		fmt.Fprintf(os.Stderr, "bench: unknown -role %q\n", *role)
+		os.Exit(2)
+	}
+	o.skip = map[string]bool{}
+	for s := range strings.SplitSeq(*skip, ",") {
+		if s != "" {
+			o.skip[s] = true
+		}
+	}
+	// The orchestrator's own logs are short; the services' go to their stderr.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	killAll() // whatever happened, no redis-server or service outlives us
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "bench: interrupted; every process it started is stopped")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole benchmark: the experiments in order, then the report.
+func run(ctx context.Context, o options) (err error) {
+	began := time.Now()
+	e, err := startEnv(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			_ = os.RemoveAll(e.dir)
+			return
+		}
+		killAll() // so that the logs are complete
+		logf("the logs of redis-server and the services are kept in %s", e.dir)
+	}()
+	rep := &report{opts: o, machine: describeMachine(e.redisVersion), began: began, loadBefore: loadAverage()}
+	steps := []struct {
+		name string
+		fn   func(context.Context, *env, *report) error
+	}{
+		{"cost", runRequestCost},
+		{"redis", runRedisCost},
+		{"health", runHealth},
+		{"scale", runScale},
+	}
+	for _, s := range steps {
+		if o.skip[s.name] {
+			continue
+		}
+		t0 := time.Now()
+		logf("== %s", s.name)
+		if err := s.fn(ctx, e, rep); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		logf("== %s done in %v", s.name, time.Since(t0).Round(time.Second))
+	}
+	rep.took, rep.loadAfter = time.Since(began), loadAverage()
+	return rep.write()
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}

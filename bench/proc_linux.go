@@ -1,0 +1,12 @@
+package main
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setDeathSignal has the kernel kill cmd if the benchmark dies without
+// cleaning up (SIGKILL, a crash), so no redis-server is left behind.
+func setDeathSignal(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

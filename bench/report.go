@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The markers around the section this program owns in BENCHMARKS.md.
+const (
+	markBegin = "<!-- fleet:begin -->"
+	markEnd   = "<!-- fleet:end -->"
+)
+
+// report gathers the experiments' figures and writes them out.
+type report struct {
+	opts          options
+	machine       string
+	loadBefore    string // the machine's load average, to judge the noise
+	loadAfter     string
+	began         time.Time
+	took          time.Duration
+	producerBatch cmdStat
+	cost          []costRow
+	redis         []redisRow
+	health        []healthResult
+	scale         []scaleRow
+}
+
+func describeMachine(redisVersion string) string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if v := infoField(strings.ReplaceAll(string(data), "\t", ""), "model name"); v != "" {
+			cpu = strings.TrimSpace(v)
+		}
+	}
+	return fmt.Sprintf("%s, %d cores (%s/%s), %s, redis-server %s on loopback", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), redisVersion)
+}
+
+// loadAverage is the 1-minute load average ("" where /proc has none).
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return strings.Fields(string(data) + " ")[0]
+}
+
+func (r *report) command() string {
+	if r.opts.quick {
+		return "go run ./bench -quick"
+	}
+	return "make bench-fleet"
+}
+
+// write renders the plots and the section, and splices the section into
+// the markdown file between its markers (appending them if missing).
+func (r *report) write() error {
+	if err := os.MkdirAll(r.opts.resultDir, 0o755); err != nil {
+		return err
+	}
+	for name, c := range r.charts() {
+		if err := os.WriteFile(filepath.Join(r.opts.resultDir, name), []byte(c.svg()), 0o644); err != nil {
+			return err
+		}
+	}
+	section := r.markdown()
+	if r.opts.markdown == "" {
+		fmt.Print(section)
+		return nil
+	}
+	old, err := os.ReadFile(r.opts.markdown)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	next := splice(old, section)
+	logf("wrote the fleet section of %s and %d plots in %s", r.opts.markdown, len(r.charts()), r.opts.resultDir)
+	return os.WriteFile(r.opts.markdown, next, 0o644)
+}
+
+// splice replaces what lies between the markers, leaving every other byte
+// as it was; without markers it appends them, with the section, at the end.
+func splice(doc []byte, section string) []byte {
+	body := []byte(markBegin + "\n" + section + markEnd)
+	i := bytes.Index(doc, []byte(markBegin))
+	j := bytes.Index(doc, []byte(markEnd))
+	if i < 0 || j < i {
+		out := bytes.TrimRight(doc, "\n")
+		if len(out) > 0 {
+			out = append(out, "\n\n"...)
+		}
+		return append(append(out, body...), '\n')
+	}
+	out := append([]byte{}, doc[:i]...)
+	out = append(out, body...)
+	return append(out, doc[j+len(markEnd):]...)
+}
+
+// lockBound is the recruiter's round trips per second per process that
+// the fleet's jobs allow when no backlog remains: per job and per Every,
+// at most two attempts (one that finds a slice running, one that finds
+// its cooldown), each a lock call and a probe or a cooldown.
+func lockBound() float64 {
+	perSec := func(d time.Duration) float64 { return float64(time.Second) / float64(d) }
+	return 4 * (perSec(drainEvery) + perSec(tidyEvery) + perSec(promoteEvery))
+}
+
+func joinRates(rates []float64) string {
+	s := make([]string, len(rates))
+	for i, r := range rates {
+		s[i] = num(r)
+	}
+	return strings.Join(s, ", ")
+}
+
+// msOr is ms, or a dash when there is nothing to show.
+func msOr(d time.Duration, ok bool) string {
+	if !ok {
+		return "—"
+	}
+	return ms(d)
+}
+
+func ms(d time.Duration) string {
+	switch {
+	case d >= 100*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/1e3)
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		s := fmt.Sprintf("%.0f", v)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("## The fleet: real processes, real Redis (`%s`)", r.command())
+	p("")
+	p("Written by `bench/` (`%s`, %v on %s); do not edit this section by hand, rerun the command.", r.command(), r.took.Round(time.Second), r.began.Format("2006-01-02"))
+	p("Machine: %s.", r.machine)
+	if r.loadBefore != "" {
+		note := ""
+		if l, err := strconv.ParseFloat(r.loadBefore, 64); err == nil && l > float64(runtime.NumCPU()) {
+			note = " (above the core count: other work shared the machine, and the latency figures carry its noise)"
+		}
+		p("Load average (1 min) when the run began: %s, when it ended: %s, on %d cores%s.", r.loadBefore, r.loadAfter, runtime.NumCPU(), note)
+	}
+	p("The program starts its own `redis-server` (no persistence), lean net/http services (this program with `-role service`: `stealhttp.Middleware(rec)(mux)`, a `/fast` handler that calls `recruiter.MarkFastExit` and answers 3 bytes) and an open-loop load generator (requests due at fixed times, latency from the due time, so stalls are not hidden; log-linear histogram, quantiles within 0.4 %%). Every figure below comes from this one run of `%s`; ratios compare figures of the same run.", r.command())
+	if r.opts.quick {
+		p("")
+		p("**Quick run (`-quick`): short windows, for development only; not figures to quote.**")
+	}
+	r.costSection(p)
+	r.redisSection(p)
+	r.healthSection(p)
+	r.scaleSection(p)
+	return b.String()
+}
+
+func (r *report) costSection(p func(string, ...any)) {
+	if len(r.cost) == 0 {
+		return
+	}
+	rates, rounds, warmup, window := costPlan(r.opts.quick)
+	p("")
+	p("### Request cost of fast exits")
+	p("")
+	p("One service process per variant, all running; the load goes to each in turn, round after round (%d rounds; each run %v of warm-up, then %v measured), at %v req/s, so the machine's noise falls on all alike. Latencies are quantiles of all rounds' requests pooled, served/s the median across rounds; \"p99 / none\" divides by the no-middleware p99 at the same rate (in brackets: the lowest and highest of the rounds' own ratios). The control is a second process without middleware: its ratio to the first is the machine's noise floor, the smallest difference this run can tell apart. The job's slice takes 20 ms (budget 50 ms, no `Every`, so after each slice the process rests the job for one budget): it waits, as Redis-bound work mostly does, or, in the \"CPU job\" rows, burns a core (the pessimistic case: it competes with the requests for the 2 cores). The service wires the recruiter, the middleware and `MarkFastExit` as the README shows (with its own key prefix, and `Inline` in the inline rows). slices/s: the job's slices per second over the whole experiment (all rates). (`%s`)", rounds, warmup, window, joinRates(rates), r.command())
+	p("")
+	p("| variant | req/s asked | served/s | p50 | p99 | p99.9 | p99 / none | slices/s | errors |")
+	p("|---|---|---|---|---|---|---|---|---|")
+	for _, c := range r.cost {
+		p("| %s | %s | %s | %s | %s | %s | %.2f (%.2f-%.2f) | %s | %d |", c.Variant.Label, num(c.Rate), num(c.Throughput), ms(c.P50), ms(c.P99), ms(c.P999),
+			c.P99Ratio, c.P99RatioMin, c.P99RatioMax, num(c.SlicesPerSec), c.Errors)
+	}
+	p("")
+	p("![p99 latency of fast exits vs request rate](bench/results/fleet-latency.svg)")
+	p("")
+	var parts, floor []string
+	var failed []string
+	for _, c := range r.cost {
+		switch c.Variant.Key {
+		case "bg-0.01":
+			parts = append(parts, fmt.Sprintf("%.2f at %s req/s (rounds %.2f-%.2f)", c.P99Ratio, num(c.Rate), c.P99RatioMin, c.P99RatioMax))
+			if c.P99Ratio > 1.05 {
+				failed = append(failed, num(c.Rate))
+			}
+		case "control":
+			floor = append(floor, fmt.Sprintf("%.2f at %s req/s (rounds %.2f-%.2f)", c.P99Ratio, num(c.Rate), c.P99RatioMin, c.P99RatioMax))
+		}
+	}
+	verdict := "**met** at every rate"
+	if len(failed) > 0 {
+		verdict = fmt.Sprintf("**not met** at %s req/s", strings.Join(failed, " and "))
+	}
+	p("Target: p99 of fast exits with a job at rate 0.01 in background mode within 5 %% of no middleware (p99 / none ≤ 1.05): %s; %s. The control, the same service without middleware in a second process, reads %s: a difference smaller than the control's own is the machine's, not the middleware's.",
+		strings.Join(parts, ", "), verdict, strings.Join(floor, ", "))
+}
+
+func (r *report) redisSection(p func(string, ...any)) {
+	if len(r.redis) == 0 {
+		return
+	}
+	_, _, warmup, window := redisPlan(r.opts.quick)
+	p("")
+	p("### Redis cost as the fleet and the traffic grow")
+	p("")
+	p("N services with the queue jobs (Drain rate %.2f, Every %v; TidyStale and PromoteDue rate %.2f, Every %v; default batches and budget), a producer enqueuing %d items/s (64 B). Each row: %v of warm-up, %v measured. Redis commands come from `INFO commandstats` deltas and count the commands scripts run inside (a script call is its `EVALSHA` plus its inner commands); the producer's share, %d commands per 100 ms batch measured on a scratch queue, is taken out. Round trips are counted by the services' clients: the recruiter's (lock, probe, cooldown, release: \"lock traffic\") and the jobs' (claim, settle, tidy, promote). Stolen items: drained + tidied + promoted. (`%s`)",
+		drainRate, drainEvery, tidyRate, tidyEvery, producerRate, warmup, window, r.producerBatch.Calls, r.command())
+	p("")
+	p("| N | req/s | Redis cmds/s | Redis ms/s in scripts | cmds per 1,000 req | round trips per 1,000 req | lock round trips/s per process | stolen items/s | cmds per item | queue round trips per item |")
+	p("|---|---|---|---|---|---|---|---|---|---|")
+	for _, x := range r.redis {
+		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |", x.N, num(x.ReqPerSec), num(x.CmdsPerSec), num(x.RedisMsPerSec), num(x.CmdsPer1kReq), num(x.RTPer1kReq),
+			num(x.LockRTPerProc), num(x.ItemsPerSec), num(x.CmdsPerItem), num(x.QueueRTPerItem))
+	}
+	p("")
+	bound := lockBound()
+	p("The bound: per job and per `Every`, a process makes at most two attempts, each a lock call and then a probe (or the cooldown, if it ran the slice): one that may find a slice running, and one, once it ends, that finds the cooldown; in between it cools off locally and asks Redis nothing. With these three jobs that is %.0f round trips/s per process whatever the request rate; typically half, one attempt per job per `Every`. More traffic only makes each process reach its next attempt sooner after a cooldown ends, so lock traffic rises with the first requests and then stays flat. (A drain slice that reports a backlog releases its lock and the next one starts at once: that traffic follows the work, not the requests.)", bound)
+	p("")
+	p("![lock round trips per second per process vs request rate](bench/results/fleet-lock.svg)")
+}
+
+func (r *report) healthSection(p func(string, ...any)) {
+	if len(r.health) == 0 {
+		return
+	}
+	inject, grace := healthPlan(r.opts.quick)
+	p("")
+	p("### Queue health: stolen work vs a dedicated daemon")
+	p("")
+	p("The same workload for each row: %d services receiving the given traffic, a producer enqueuing %d items/s, and an injector that every %v claims one item and abandons it with a %v lease (a crashed worker), for %v, then %v more to let the last leases come back. Stolen work: the services run Drain, TidyStale and PromoteDue as above. Daemon: the services have no middleware and one more process loops on a ticker, running slices of the same jobs (same batches, same 50 ms budget) at the same pace (drain every %v while a backlog remains, tidy and promote every %v). Return time: from an abandoned lease's deadline to the moment the item is claimed again. Depth: pending + leased, sampled every 250 ms. Maintainers' round trips: the services' recruiter and job clients, or the daemon's. Redis commands per item: everything but the producer (injector and sampler included, alike in every row). (`%s`)",
+		healthFleet, producerRate, injectEvery, injectLease, inject, grace, drainEvery, tidyEvery, r.command())
+	p("")
+	p("| scenario | abandoned | returned | return p50 | return p99 | return max | depth mean | depth max | items/s | maintainers' round trips per item | lock round trips/s | Redis cmds per item |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	var stolen, daemon *healthResult
+	for i, h := range r.health {
+		switch h.Scenario.Key {
+		case "stolen":
+			stolen = &r.health[i]
+		case "daemon":
+			daemon = &r.health[i]
+		}
+		p("| %s | %d | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |", h.Scenario.Label, h.Injected, h.Injected-h.Unreturned, msOr(h.P50, len(h.Returns) > 0), msOr(h.P99, len(h.Returns) > 0), msOr(h.Max, len(h.Returns) > 0),
+			num(h.MeanDepth), h.MaxDepth, num(h.ItemsPerSec), num(h.MaintRTPerItem), num(h.LockRTPerSecond), num(h.CmdsPerItem))
+	}
+	if stolen != nil && daemon != nil && daemon.P99 > 0 && daemon.P50 > 0 {
+		ratio := float64(stolen.P99) / float64(daemon.P99)
+		verdict := "**met**"
+		if ratio > 2 {
+			verdict = "**not met**"
+		}
+		p("")
+		p("Target: stolen work keeps a stale lease's return time within 2x the daemon's while the fleet has traffic: p99 %s vs %s, ratio %.2f (p50 ratio %.2f): %s.",
+			ms(stolen.P99), ms(daemon.P99), ratio, float64(stolen.P50)/float64(daemon.P50), verdict)
+	}
+	p("")
+	p("![queue depth over time](bench/results/fleet-depth.svg)")
+	p("")
+	p("![distribution of stale-lease return times](bench/results/fleet-returns.svg)")
+}
+
+func (r *report) scaleSection(p func(string, ...any)) {
+	if len(r.scale) == 0 {
+		return
+	}
+	p("")
+	p("### Tidy and drain as the queue grows")
+	p("")
+	p("A queue holding the given number of items (64 B). TidyStale: up to 5,000 of them (half the queue at most) claimed with a 1 ms lease, then slices (default batch %d, 50 ms budget, as the recruiter runs them) until all are back. Drain: slices (batch %d, a handler that does nothing) until as many items are done. Per batch: wall time of one script call (Drain: one claim + one settle) seen by the job, and Redis's own time for it (`INFO commandstats`). (`%s`)", 500, 100, r.command())
+	p("")
+	p("| job | items queued | items | slices | round trips | per batch | Redis per batch | per item | round trips per item |")
+	p("|---|---|---|---|---|---|---|---|---|")
+	for _, s := range r.scale {
+		p("| %s | %s | %s | %d | %d | %s | %s | %s | %.3f |", s.Job, num(float64(s.Depth)), num(float64(s.Items)), s.Slices, s.RoundTrips, ms(s.PerBatch), ms(s.RedisPerBatch), ms(s.PerItem), s.RTPerItem)
+	}
+}
