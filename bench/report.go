@@ -200,24 +200,36 @@ func (r *report) costSection(p func(string, ...any)) {
 	p("")
 	p("![p99 latency of fast exits vs request rate](bench/results/fleet-latency.svg)")
 	p("")
-	var parts, floor []string
-	var failed []string
+	var parts, floor, failed, noisy []string
+	control := map[float64]costRow{}
 	for _, c := range r.cost {
-		switch c.Variant.Key {
-		case "bg-0.01":
-			parts = append(parts, fmt.Sprintf("%.2f at %s req/s (rounds %.2f-%.2f)", c.P99Ratio, num(c.Rate), c.P99RatioMin, c.P99RatioMax))
-			if c.P99Ratio > 1.05 {
-				failed = append(failed, num(c.Rate))
-			}
-		case "control":
+		if c.Variant.Key == "control" {
+			control[c.Rate] = c
 			floor = append(floor, fmt.Sprintf("%.2f at %s req/s (rounds %.2f-%.2f)", c.P99Ratio, num(c.Rate), c.P99RatioMin, c.P99RatioMax))
+		}
+	}
+	for _, c := range r.cost {
+		if c.Variant.Key != "bg-0.01" {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%.2f at %s req/s (rounds %.2f-%.2f)", c.P99Ratio, num(c.Rate), c.P99RatioMin, c.P99RatioMax))
+		if c.P99Ratio > 1.05 {
+			failed = append(failed, num(c.Rate))
+			// Within the noise floor: no worse than the control's own
+			// pooled ratio plus 5 %.
+			if c.P99Ratio <= control[c.Rate].P99Ratio+0.05 {
+				noisy = append(noisy, num(c.Rate))
+			}
 		}
 	}
 	verdict := "**met** at every rate"
 	if len(failed) > 0 {
 		verdict = fmt.Sprintf("**not met** at %s req/s", strings.Join(failed, " and "))
+		if len(noisy) > 0 {
+			verdict += fmt.Sprintf(", though at %s req/s no further from the first process than the control plus 5 %%: the machine's noise there is larger than the target", strings.Join(noisy, " and "))
+		}
 	}
-	p("Target: p99 of fast exits with a job at rate 0.01 in background mode within 5 %% of no middleware (p99 / none ≤ 1.05): %s; %s. The control, the same service without middleware in a second process, reads %s: a difference smaller than the control's own is the machine's, not the middleware's.",
+	p("Target: p99 of fast exits with a job at rate 0.01 in background mode within 5 %% of no middleware (p99 / none ≤ 1.05): %s; %s. The control, the same service without middleware in a second process, reads %s.",
 		strings.Join(parts, ", "), verdict, strings.Join(floor, ", "))
 }
 
