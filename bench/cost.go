@@ -148,6 +148,7 @@ func fetchStats(ctx context.Context, addr string) (serviceStats, error) {
 // fleetStats sums the counters of a fleet.
 type fleetStats struct {
 	Requests, LockRT, QueueRT, Items, Processed int64
+	Drawn, Slices                               int64 // the jobs' draws and the slices they ran
 }
 
 func fetchFleet(ctx context.Context, ps []*proc) (fleetStats, []serviceStats, error) {
@@ -164,6 +165,8 @@ func fetchFleet(ctx context.Context, ps []*proc) (fleetStats, []serviceStats, er
 		f.Processed += s.Processed
 		for _, j := range s.Jobs {
 			f.Items += int64(j.Items)
+			f.Drawn += int64(j.Drawn)
+			f.Slices += int64(j.Slices)
 		}
 		all = append(all, s)
 	}
@@ -171,7 +174,8 @@ func fetchFleet(ctx context.Context, ps []*proc) (fleetStats, []serviceStats, er
 }
 
 func (f fleetStats) minus(b fleetStats) fleetStats {
-	return fleetStats{f.Requests - b.Requests, f.LockRT - b.LockRT, f.QueueRT - b.QueueRT, f.Items - b.Items, f.Processed - b.Processed}
+	return fleetStats{f.Requests - b.Requests, f.LockRT - b.LockRT, f.QueueRT - b.QueueRT, f.Items - b.Items, f.Processed - b.Processed,
+		f.Drawn - b.Drawn, f.Slices - b.Slices}
 }
 
 func medianF[T any](xs []T, f func(T) float64) float64 {

@@ -56,6 +56,7 @@ type healthResult struct {
 	MaintRTPerItem  float64 // the maintainers' round trips (locks and queue calls) per item
 	CmdsPerItem     float64 // Redis commands per item, producer's excluded
 	LockRTPerSecond float64
+	Drawn, Slices   int64 // the fleet's draws of the jobs, and the slices run
 }
 
 func healthPlan(quick bool) (inject, grace time.Duration) {
@@ -264,6 +265,7 @@ func (r *healthResult) summarise(elapsed time.Duration, f fleetStats, d statsDel
 	}
 	r.ItemsPerSec = float64(f.Processed) / elapsed.Seconds()
 	r.LockRTPerSecond = float64(f.LockRT) / elapsed.Seconds()
+	r.Drawn, r.Slices = f.Drawn, f.Slices
 	calls, _ := d.total()
 	calls -= batches * perBatch.Calls
 	if f.Processed > 0 {

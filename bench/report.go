@@ -268,8 +268,8 @@ func (r *report) healthSection(p func(string, ...any)) {
 	p("The same workload for each row: %d services receiving the given traffic, a producer enqueuing %d items/s, and an injector that every %v claims one item and abandons it with a %v lease (a crashed worker), for %v, then %v more to let the last leases come back. Stolen work: the services run Drain, TidyStale and PromoteDue as above. Daemon: the services have no middleware and one more process loops on a ticker, running slices of the same jobs (same batches, same 50 ms budget) at the same pace (drain every %v while a backlog remains, tidy and promote every %v). Return time: from an abandoned lease's deadline to the moment the item is claimed again. Depth: pending + leased, sampled every 250 ms. Maintainers' round trips: the services' recruiter and job clients, or the daemon's. Redis commands per item: everything but the producer (injector and sampler included, alike in every row). (`%s`)",
 		healthFleet, producerRate, injectEvery, injectLease, inject, grace, drainEvery, tidyEvery, r.command())
 	p("")
-	p("| scenario | abandoned | returned | return p50 | return p99 | return max | depth mean | depth max | items/s | maintainers' round trips per item | lock round trips/s | Redis cmds per item |")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	p("| scenario | abandoned | returned | return p50 | return p99 | return max | depth mean | depth max | items/s | draws / slices | maintainers' round trips per item | lock round trips/s | Redis cmds per item |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var stolen, daemon *healthResult
 	for i, h := range r.health {
 		switch h.Scenario.Key {
@@ -278,8 +278,12 @@ func (r *report) healthSection(p func(string, ...any)) {
 		case "daemon":
 			daemon = &r.health[i]
 		}
-		p("| %s | %d | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |", h.Scenario.Label, h.Injected, h.Injected-h.Unreturned, msOr(h.P50, len(h.Returns) > 0), msOr(h.P99, len(h.Returns) > 0), msOr(h.Max, len(h.Returns) > 0),
-			num(h.MeanDepth), h.MaxDepth, num(h.ItemsPerSec), num(h.MaintRTPerItem), num(h.LockRTPerSecond), num(h.CmdsPerItem))
+		draws := "—" // the daemon is not drawn
+		if !h.Scenario.Daemon {
+			draws = fmt.Sprintf("%s / %s", num(float64(h.Drawn)), num(float64(h.Slices)))
+		}
+		p("| %s | %d | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |", h.Scenario.Label, h.Injected, h.Injected-h.Unreturned, msOr(h.P50, len(h.Returns) > 0), msOr(h.P99, len(h.Returns) > 0), msOr(h.Max, len(h.Returns) > 0),
+			num(h.MeanDepth), h.MaxDepth, num(h.ItemsPerSec), draws, num(h.MaintRTPerItem), num(h.LockRTPerSecond), num(h.CmdsPerItem))
 	}
 	if stolen != nil && daemon != nil && daemon.P99 > 0 && daemon.P50 > 0 {
 		ratio := float64(stolen.P99) / float64(daemon.P99)
@@ -291,6 +295,10 @@ func (r *report) healthSection(p func(string, ...any)) {
 		p("Target: stolen work keeps a stale lease's return time within 2x the daemon's while the fleet has traffic: p99 %s vs %s, ratio %.2f (p50 ratio %.2f): %s.",
 			ms(stolen.P99), ms(daemon.P99), ratio, float64(stolen.P50)/float64(daemon.P50), verdict)
 	}
+	low := (drainRate + tidyRate + promoteRate) * 2 * (inject + grace).Seconds()
+	p("")
+	p("At 2 req/s the fleet draws a job about (%.2f + %.2f + %.2f) × 2 × %v ≈ %.1f times in a run, by chance: one drawn drain may clear the backlog, or none may come, so that row varies widely from run to run (draws / slices shows this run's luck). That is the case for `IdleFallback`: it recruits the process itself when no request has done so, and the work no longer depends on traffic.",
+		drainRate, tidyRate, promoteRate, (inject + grace).Round(time.Second), low)
 	p("")
 	p("![queue depth over time](bench/results/fleet-depth.svg)")
 	p("")
