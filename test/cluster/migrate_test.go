@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // A queue of 2,000 items drains on a 3-master cluster while its hash-tag
@@ -24,7 +25,7 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 	cc.OnNewNode(seen.attach) // before the first command: every node client counts
 	prefix := redistest.Prefix(t)
 	const name = "migrate"
-	ctx := testContext(t, 90*time.Second)
+	ctx := rig.Context(t, 90*time.Second)
 
 	slot, err := cl.SlotOf(ctx, "{"+prefix+":q:"+name+"}")
 	if err != nil {
@@ -38,23 +39,23 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 	if to == from {
 		to = cl.Nodes()[1]
 	}
-	rig := startDrain(t, cc, prefix, name, items, 20)
-	rig.waitHandled(t, 30*time.Second, items/10)
+	dr := startDrain(t, cc, prefix, name, items, 20)
+	dr.waitHandled(t, 30*time.Second, items/10)
 
 	m, err := cl.BeginSlotMigration(t, ctx, slot, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	doneAtBegin, _ := rig.handled()
-	beforeFailed := rig.job(t, drainJob).Failed()
+	doneAtBegin, _ := dr.handled()
+	beforeFailed := dr.job(t, drainJob).Failed()
 	steps, moved := 0, 0
 	for {
 		// Let a drain slice meet this state of the migration first.
-		attempts := rig.attempts(t)
-		eventuallyOr(t, 30*time.Second, "a drain slice mid-migration", func() bool {
-			return rig.attempts(t) > attempts
-		}, rig.describe)
+		attempts := dr.attempts(t)
+		rig.Eventually(t, 30*time.Second, "a drain slice mid-migration", func() bool {
+			return dr.attempts(t) > attempts
+		}, dr.describe)
 		n, err := m.MoveKeys(ctx, 1) // one key a step: every split of the queue's keys is met
 		if err != nil {
 			t.Fatalf("%v: step %d: %v", m, steps, err)
@@ -68,12 +69,12 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 	if err := m.Finish(ctx); err != nil {
 		t.Fatalf("%v: %v", m, err)
 	}
-	doneAtFinish, _ := rig.handled()
+	doneAtFinish, _ := dr.handled()
 	migrating := time.Since(began)
 
-	rig.waitDrained(t, 60*time.Second)
-	rig.shutdown(t)
-	rig.checkResults(t)
+	dr.waitDrained(t, 60*time.Second)
+	dr.shutdown(t)
+	dr.checkResults(t)
 
 	if owner, err := cl.Owner(ctx, slot); err != nil || owner != to {
 		t.Fatalf("slot %d owner after the migration = %v, %v; want %s", slot, owner, err, to.Addr())
@@ -84,8 +85,8 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 	if n, err := to.Client(t).ClusterCountKeysInSlot(ctx, slot).Result(); err != nil || n == 0 {
 		t.Fatalf("keys of slot %d on the target = %d, %v; want the queue's results", slot, n, err)
 	}
-	distinct, again := rig.handled()
-	js := rig.job(t, drainJob)
+	distinct, again := dr.handled()
+	js := dr.job(t, drainJob)
 	t.Logf("%v: %d keys in %d MIGRATE steps over %v; items handled %d at the start, %d at SETSLOT NODE, %d in all (%d redelivered); "+
 		"drain failures %d before, %d in all (%d slices); redirects seen by node clients: %v",
 		m, moved, steps, migrating.Round(time.Millisecond), doneAtBegin, doneAtFinish, distinct, again,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // A queue of 3,000 items drains on a 3-master cluster while the master
@@ -21,7 +22,7 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 	cc := cl.Client(t)
 	prefix := redistest.Prefix(t)
 	const name = "restart"
-	ctx := testContext(t, 90*time.Second)
+	ctx := rig.Context(t, 90*time.Second)
 
 	slot, err := cl.SlotOf(ctx, "{"+prefix+":q:"+name+"}")
 	if err != nil {
@@ -31,35 +32,35 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := startDrain(t, cc, prefix, name, items, 50)
+	dr := startDrain(t, cc, prefix, name, items, 50)
 
-	rig.waitHandled(t, 30*time.Second, items/5)
-	before := rig.job(t, drainJob)
+	dr.waitHandled(t, 30*time.Second, items/5)
+	before := dr.job(t, drainJob)
 	killedAt := time.Now()
 	owner.Kill()
-	doneAtKill, _ := rig.handled()
+	doneAtKill, _ := dr.handled()
 
 	// The slot is really gone: a queue call fails.
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = rig.q.Stats(sctx)
+	_, err = dr.q.Stats(sctx)
 	cancel()
 	if err == nil {
 		t.Fatal("queue stats succeeded with its master killed")
 	}
 	// The drain meets the outage: its slices fail (the recruiter logs and
 	// counts them), or its lock cannot be taken if the lock's slot died too.
-	eventually(t, 30*time.Second, "the drain to see the outage", func() bool {
-		js := rig.job(t, drainJob)
-		return js.Failed() > before.Failed() || rig.rec.Stats().BreakerOpen
+	rig.Eventually(t, 30*time.Second, "the drain to see the outage", func() bool {
+		js := dr.job(t, drainJob)
+		return js.Failed() > before.Failed() || dr.rec.Stats().BreakerOpen
 	})
-	during := rig.job(t, drainJob)
+	during := dr.job(t, drainJob)
 
 	owner.Restart()
 	cl.WaitReady(t)
 	downFor := time.Since(killedAt)
 
 	// Nothing acknowledged before the kill is gone from the restarted master.
-	s, err := rig.q.Stats(ctx)
+	s, err := dr.q.Stats(ctx)
 	if err != nil {
 		t.Fatalf("queue stats after the restart: %v", err)
 	}
@@ -69,18 +70,18 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 	}
 
 	recovering := time.Now()
-	rig.waitDrained(t, 60*time.Second)
-	rig.shutdown(t)
-	rig.checkResults(t)
+	dr.waitDrained(t, 60*time.Second)
+	dr.shutdown(t)
+	dr.checkResults(t)
 
-	distinct, again := rig.handled()
-	after := rig.job(t, drainJob)
+	distinct, again := dr.handled()
+	after := dr.job(t, drainJob)
 	t.Logf("slot %d on %s killed after %d of %d items; down %v; drain failures %d before, %d by the restart, %d in all (%d slices); "+
 		"drained %v after the restart; %d items, %d redelivered",
 		slot, owner.Addr(), doneAtKill, items, downFor.Round(time.Millisecond),
 		before.Failed(), during.Failed(), after.Failed(), after.Slices,
 		time.Since(recovering).Round(time.Millisecond), distinct, again)
-	if after.Failed() == before.Failed() && !rig.rec.Stats().BreakerOpen && during.Failed() == before.Failed() {
+	if after.Failed() == before.Failed() && !dr.rec.Stats().BreakerOpen && during.Failed() == before.Failed() {
 		t.Error("the drain never saw the outage: the test proved nothing")
 	}
 }

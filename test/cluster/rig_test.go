@@ -16,6 +16,7 @@ import (
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // drainRig is a queue of n items and a recruiter that drains and tidies it,
@@ -29,9 +30,8 @@ type drainRig struct {
 	mu    sync.Mutex
 	calls map[string]int // handler calls per id: more than 1 is a redelivery
 
-	stop    chan struct{}
-	stopped sync.WaitGroup
-	once    sync.Once
+	stopTraffic func()
+	once        sync.Once
 }
 
 // Job names of the rig, fixed so that Stats can be read by name.
@@ -45,7 +45,7 @@ const (
 // come back soon through TidyStale and no item reaches the dead letters.
 func startDrain(t *testing.T, rdb redis.UniversalClient, prefix, name string, n, batch int) *drainRig {
 	t.Helper()
-	ctx := testContext(t, 30*time.Second)
+	ctx := rig.Context(t, 30*time.Second)
 	q, err := queue.New(rdb, name, queue.Config{
 		Prefix: prefix, Lease: time.Second, MaxAttempts: 100,
 		BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond,
@@ -53,7 +53,7 @@ func startDrain(t *testing.T, rdb redis.UniversalClient, prefix, name string, n,
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &drainRig{q: q, values: map[string]string{}, calls: map[string]int{}, stop: make(chan struct{})}
+	r := &drainRig{q: q, values: map[string]string{}, calls: map[string]int{}}
 	payloads := make([][]byte, n)
 	for i := range payloads {
 		payloads[i] = fmt.Appendf(nil, "item-%d", i)
@@ -88,22 +88,7 @@ func startDrain(t *testing.T, rdb redis.UniversalClient, prefix, name string, n,
 	if err := r.rec.Register(tidy, recruiter.JobConfig{Rate: 0.2, Budget: 50 * time.Millisecond, Every: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	// The traffic: an enlistment per millisecond, as a busy web server's
-	// fast exits would offer.
-	r.stopped.Add(1)
-	go func() {
-		defer r.stopped.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-tick.C:
-				r.rec.Enlist(context.Background())
-			}
-		}
-	}()
+	r.stopTraffic = rig.Traffic(r.rec, time.Millisecond)
 	t.Cleanup(func() { r.shutdown(t) })
 	return r
 }
@@ -146,8 +131,7 @@ func (r *drainRig) attempts(t *testing.T) uint64 { return r.job(t, drainJob).Sli
 // shutdown stops the traffic and waits for slices in flight.
 func (r *drainRig) shutdown(t *testing.T) {
 	r.once.Do(func() {
-		close(r.stop)
-		r.stopped.Wait()
+		r.stopTraffic()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.rec.Shutdown(ctx); err != nil {
@@ -159,7 +143,7 @@ func (r *drainRig) shutdown(t *testing.T) {
 // waitHandled waits until the handler has seen n distinct items.
 func (r *drainRig) waitHandled(t *testing.T, within time.Duration, n int) {
 	t.Helper()
-	eventuallyOr(t, within, fmt.Sprintf("%d items handled", n), func() bool {
+	rig.Eventually(t, within, fmt.Sprintf("%d items handled", n), func() bool {
 		d, _ := r.handled()
 		return d >= n
 	}, r.describe)
@@ -192,7 +176,7 @@ func (r *drainRig) describe() string {
 // is empty: nothing pending, leased, delayed or dead.
 func (r *drainRig) waitDrained(t *testing.T, within time.Duration) {
 	t.Helper()
-	eventuallyOr(t, within, "every item handled and the queue empty", func() bool {
+	rig.Eventually(t, within, "every item handled and the queue empty", func() bool {
 		if d, _ := r.handled(); d < len(r.ids) {
 			return false
 		}
@@ -207,7 +191,7 @@ func (r *drainRig) waitDrained(t *testing.T, within time.Duration) {
 // and that the queue holds nothing else.
 func (r *drainRig) checkResults(t *testing.T) {
 	t.Helper()
-	ctx := testContext(t, 30*time.Second)
+	ctx := rig.Context(t, 30*time.Second)
 	missing := 0
 	for _, id := range r.ids {
 		got, err := r.q.Result(ctx, id)
@@ -279,25 +263,3 @@ func (h *redirects) String() string {
 }
 
 // eventually polls cond until it holds, failing the test after within.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	eventuallyOr(t, within, what, cond, func() string { return "" })
-}
-
-// eventuallyOr is eventually, saying more on failure.
-func eventuallyOr(t *testing.T, within time.Duration, what string, cond func() bool, more func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s\n%s", within, what, more())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func testContext(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // TestWorkersKilledMidDrain runs worker processes as a deployment would:
@@ -30,7 +31,7 @@ func TestWorkersKilledMidDrain(t *testing.T) {
 	)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	ctx := testContext(t)
+	ctx := rig.Context(t, time.Minute)
 	spec := workerSpec{Addr: srv.Addr(), Prefix: redistest.Prefix(t), Queue: "killed",
 		Lease: time.Second, Budget: 100 * time.Millisecond, Work: 200 * time.Microsecond, Batch: 25,
 		// Above the attempts the kills can cost a good item (one per kill),
@@ -59,9 +60,9 @@ func TestWorkersKilledMidDrain(t *testing.T) {
 	for k := range kills {
 		// Spread the kills over the run: wait for the next share of progress.
 		threshold := int64(items - (k+1)*items/(kills+2))
-		eventually(t, time.Minute, fmt.Sprintf("kill %d: %d items left", k+1, threshold), func() bool { return remaining() <= threshold })
+		rig.Eventually(t, time.Minute, fmt.Sprintf("kill %d: %d items left", k+1, threshold), func() bool { return remaining() <= threshold })
 		var victim *workerProc
-		eventually(t, 20*time.Second, fmt.Sprintf("kill %d: a live worker mid-slice", k+1), func() bool {
+		rig.Eventually(t, 20*time.Second, fmt.Sprintf("kill %d: a live worker mid-slice", k+1), func() bool {
 			for _, i := range rand.Perm(len(procs)) {
 				if w := procs[i]; !w.killed && !w.exited() && w.midSlice() {
 					victim = w

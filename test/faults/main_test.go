@@ -29,25 +29,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// eventually polls cond until it holds, failing the test after within.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// testContext ends with the test, or after a minute.
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // logBuffer collects a recruiter's log for assertions on what it said.
 type logBuffer struct {
 	mu  sync.Mutex

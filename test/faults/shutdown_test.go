@@ -10,6 +10,7 @@ import (
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // TestShutdownUnderLoad calls Shutdown, through each stack, while requests
@@ -38,7 +39,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	ctx := testContext(t)
+	ctx := rig.Context(t, time.Minute)
 	q, err := queue.New(rdb, "shutdown", queue.Config{Prefix: redistest.Prefix(t), Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	rec := newRecruiter(t, rdb, recruiter.Config{Prefix: redistest.Prefix(t)})
 	mustRegister(t, rec, drain, recruiter.JobConfig{Rate: 0.5, Budget: budget})
 	l := startLoad(t, st.serve(t, rec), 20*time.Millisecond)
-	eventually(t, 20*time.Second, "drain slices running", func() bool { return jobStats(t, rec, drain.Name()).Slices >= 2 })
+	rig.Eventually(t, 20*time.Second, "drain slices running", func() bool { return jobStats(t, rec, drain.Name()).Slices >= 2 })
 
 	// Shut down as a handler of the slice in flight starts an item.
 	select {
@@ -81,7 +82,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	}
 	atShutdown := jobStats(t, rec, drain.Name())
 	inFlight := rec.Stats().InFlight
-	eventually(t, 10*time.Second, "requests served after Shutdown", func() bool {
+	rig.Eventually(t, 10*time.Second, "requests served after Shutdown", func() bool {
 		return l.window(shutdownAt.Add(took), time.Now().Add(time.Hour)).requests >= 50
 	})
 	l.Stop()

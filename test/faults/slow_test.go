@@ -15,6 +15,7 @@ import (
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 const (
@@ -51,14 +52,14 @@ func TestSlowAndDroppingRedis(t *testing.T) {
 	t.Run("load", func(t *testing.T) { peak = slowAndDroppingLoad(t, srv) })
 	// The subtest's cleanups closed its servers, clients, proxy and
 	// recruiters: what remains of them is a leak.
-	eventually(t, 10*time.Second, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
+	rig.Eventually(t, 10*time.Second, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
 	goleak.VerifyNone(t, leakOpt)
 	t.Logf("goroutines: %d before the load, %d at its peak, %d after", baseline, peak, runtime.NumGoroutine())
 }
 
 // slowAndDroppingLoad runs the phases and returns the peak goroutine count.
 func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
-	ctx := testContext(t)
+	ctx := rig.Context(t, time.Minute)
 	proxy := redistest.StartFaultProxy(t, srv.Addr())
 	prefix := redistest.Prefix(t)
 
@@ -105,7 +106,7 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 	}
 	peak := runtime.NumGoroutine()
 	ran := func() (uint64, uint64) { return jobStats(t, locks, "tick").Ran, jobStats(t, drains, drain.Name()).Ran }
-	eventually(t, 20*time.Second, "both jobs running before the faults", func() bool {
+	rig.Eventually(t, 20*time.Second, "both jobs running before the faults", func() bool {
 		a, b := ran()
 		return a >= 5 && b >= 5
 	})
@@ -126,7 +127,7 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 	dropped := jobStats(t, drains, drain.Name())
 	ranA, ranB := ran()
 	proxy.Heal()
-	eventually(t, 10*time.Second, "both jobs running again after healing", func() bool {
+	rig.Eventually(t, 10*time.Second, "both jobs running again after healing", func() bool {
 		a, b := ran()
 		return a > ranA && b > ranB
 	})
@@ -135,11 +136,11 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 		l.Stop()
 	}
 	for _, rec := range []*recruiter.Recruiter{locks, drains} {
-		eventually(t, 5*time.Second, "slices ended", func() bool { return rec.Stats().InFlight == 0 })
+		rig.Eventually(t, 5*time.Second, "slices ended", func() bool { return rec.Stats().InFlight == 0 })
 	}
 	// Nothing of the recruiter, the jobs or the queue may outlive the load.
 	var stolen []string
-	eventually(t, 5*time.Second, "no goroutine of stolen work left", func() bool {
+	rig.Eventually(t, 5*time.Second, "no goroutine of stolen work left", func() bool {
 		stolen = workGoroutines()
 		return len(stolen) == 0
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // aclUser is the ACL SETUSER line of doc.go and the README, without the
@@ -86,7 +87,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
-	ctx := testContext(t, 60*time.Second)
+	ctx := rig.Context(t, 60*time.Second)
 	args := []any{}
 	for f := range strings.FieldsSeq(aclUser) {
 		args = append(args, f)
@@ -121,7 +122,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 		}
 		waited <- err
 	}()
-	eventually(t, 30*time.Second, "the app's jobs done under the ACL user", func() bool { return a.done(ctx, "") },
+	rig.Eventually(t, 30*time.Second, "the app's jobs done under the ACL user", func() bool { return a.done(ctx, "") },
 		func() string { return a.describe() + "ACL LOG:\n" + strings.Join(aclLog(), "\n") })
 	if err := <-waited; err != nil {
 		t.Fatalf("Wait under the ACL user: %v", err)

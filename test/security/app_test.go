@@ -15,6 +15,7 @@ import (
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/test/rig"
 )
 
 // app is one application's use of worksteal: a queue drained by a
@@ -30,9 +31,8 @@ type app struct {
 	mu      sync.Mutex
 	results map[string]int // handler calls per id
 
-	stop    chan struct{}
-	stopped sync.WaitGroup
-	once    sync.Once
+	stopTraffic func()
+	once        sync.Once
 }
 
 // appConfig says what an app is called and where its keys go.
@@ -51,8 +51,8 @@ type appConfig struct {
 // expire at once (for EvictExpired) and starts enlisting.
 func startApp(t *testing.T, rdb redis.UniversalClient, cfg appConfig) *app {
 	t.Helper()
-	ctx := testContext(t, 30*time.Second)
-	a := &app{prefix: cfg.prefix, results: map[string]int{}, stop: make(chan struct{})}
+	ctx := rig.Context(t, 30*time.Second)
+	a := &app{prefix: cfg.prefix, results: map[string]int{}}
 	var err error
 	a.q, err = queue.New(rdb, cfg.queue, queue.Config{
 		Prefix: cfg.prefix, Lease: 300 * time.Millisecond,
@@ -124,28 +124,14 @@ func startApp(t *testing.T, rdb redis.UniversalClient, cfg appConfig) *app {
 			t.Fatal(err)
 		}
 	}
-	a.stopped.Add(1)
-	go func() {
-		defer a.stopped.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-a.stop:
-				return
-			case <-tick.C:
-				a.rec.Enlist(context.Background())
-			}
-		}
-	}()
+	a.stopTraffic = rig.Traffic(a.rec, time.Millisecond)
 	t.Cleanup(func() { a.shutdown(t) })
 	return a
 }
 
 func (a *app) shutdown(t *testing.T) {
 	a.once.Do(func() {
-		close(a.stop)
-		a.stopped.Wait()
+		a.stopTraffic()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := a.rec.Shutdown(ctx); err != nil {

@@ -1,0 +1,56 @@
+// Package rig holds what the suites under test/ share: waiting for a
+// condition, a test's context, and the fast exits that recruit.
+package rig
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// Eventually polls cond until it holds, failing the test after within.
+// On failure it prints what, then what each of more returns (the state
+// that explains it).
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool, more ...func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := what
+			for _, m := range more {
+				msg += "\n" + m()
+			}
+			t.Fatalf("not within %v: %s", within, msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Context is a context that ends after d or with the test.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Traffic enlists rec every interval, as a busy server's fast exits would,
+// until the returned stop is called; stop waits for the last enlistment.
+func Traffic(rec *recruiter.Recruiter, every time.Duration) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				rec.Enlist(context.Background())
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
