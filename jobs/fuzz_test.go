@@ -9,24 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
-
-// clusterTag is what Redis Cluster hashes a key by: the bytes between the
-// first '{' and the first '}' after it when not empty, else the whole key.
-func clusterTag(key string) string {
-	_, rest, ok := strings.Cut(key, "{")
-	if !ok {
-		return key
-	}
-	tag, _, ok := strings.Cut(rest, "}")
-	if !ok || tag == "" {
-		return key
-	}
-	return tag
-}
 
 // FuzzConfigs: every constructor, given any Batch, MaxBatches,
 // RedisTimeout, ScoreUnit, Name and key, returns a job with a valid name or
@@ -77,11 +64,11 @@ func FuzzConfigs(f *testing.F) {
 				job, err = jobs.EvictExpiredMembers(rdb, key, cfg)
 			} else {
 				check(unit != jobs.EvictScoreUnitDefault, "ScoreUnit")
-				check(key == "" || strings.ContainsAny(key, "{}") && clusterTag(key) == key, "key")
+				check(key == "" || strings.ContainsAny(key, "{}") && redistest.HashTag(key) == key, "key")
 				job, err = jobs.EvictExpired(rdb, key, cfg)
 				if h, herr := jobs.NewExpiringHash(rdb, key); herr == nil {
 					values, expiry := h.Keys()
-					if clusterTag(values) != clusterTag(expiry) || !strings.Contains(values, key) {
+					if redistest.HashTag(values) != redistest.HashTag(expiry) || !strings.Contains(values, key) {
 						t.Fatalf("expiring hash %q has keys %q and %q on different slots", key, values, expiry)
 					}
 				} else if !errors.Is(herr, jobs.ErrInvalidArgument) {

@@ -387,7 +387,7 @@ func FuzzNew(f *testing.F) {
 		}
 		tag := q.Config().Prefix + ":q:" + name
 		for _, k := range keys {
-			if hashTag(k) != tag || !strings.HasPrefix(k, "{"+tag+"}") {
+			if redistest.HashTag(k) != tag || !strings.HasPrefix(k, "{"+tag+"}") {
 				t.Fatalf("queue %q, prefix %q wrote key %q, outside its hash tag {%s}", name, prefix, k, tag)
 			}
 		}
@@ -411,18 +411,4 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-// hashTag is what Redis Cluster hashes a key by: the bytes between the
-// first '{' and the first '}' after it when not empty, else the whole key.
-func hashTag(key string) string {
-	_, rest, ok := strings.Cut(key, "{")
-	if !ok {
-		return key
-	}
-	tag, _, ok := strings.Cut(rest, "}")
-	if !ok || tag == "" {
-		return key
-	}
-	return tag
 }

@@ -49,3 +49,18 @@ func Prefix(t testing.TB) string {
 	}
 	return "t-" + name
 }
+
+// HashTag is what Redis Cluster hashes a key by: the bytes between the
+// first '{' and the first '}' after it when not empty, else the whole key.
+// Tests check key layouts with it, apart from the code that builds them.
+func HashTag(key string) string {
+	_, rest, ok := strings.Cut(key, "{")
+	if !ok {
+		return key
+	}
+	tag, _, ok := strings.Cut(rest, "}")
+	if !ok || tag == "" {
+		return key
+	}
+	return tag
+}
