@@ -10,9 +10,13 @@ import (
 )
 
 var (
+	// Settle's and Tidy's dropExpired, prepended to their source.
+	//go:embed expired.lua
+	expiredSource string
+
 	//go:embed tidy.lua
 	tidySource string
-	tidyScript = redis.NewScript(tidySource)
+	tidyScript = redis.NewScript(expiredSource + tidySource)
 
 	//go:embed promote.lua
 	promoteSource string

@@ -13,7 +13,7 @@ import (
 var (
 	//go:embed settle.lua
 	settleSource string
-	settleScript = redis.NewScript(settleSource)
+	settleScript = redis.NewScript(expiredSource + settleSource)
 )
 
 // notifyTTL is how long an item's wake-up list lives after its Ack or its

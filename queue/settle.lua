@@ -37,25 +37,8 @@ for i = 5, #ARGV, 4 do
   ids[#ids + 1] = ARGV[i]
 end
 
--- Expired results first, the oldest first, at most 2 per item. An entry
--- that does not parse is dropped with them.
-local head = redis.call('LINDEX', KEYS[10], 0)
-if head and (tonumber(string.match(head, '^(%d+):')) or 0) <= now then
-  local entries = redis.call('LRANGE', KEYS[10], 0, 2 * #ids - 1)
-  local gone, n = {}, 0
-  for _, e in ipairs(entries) do
-    local at, id = string.match(e, '^(%d+):(.*)$')
-    if at and tonumber(at) > now then
-      break
-    end
-    n = n + 1
-    gone[#gone + 1] = id
-  end
-  if #gone > 0 then
-    redis.call('HDEL', KEYS[9], unpack(gone))
-  end
-  redis.call('LTRIM', KEYS[10], n, -1)
-end
+-- Expired results first, at most 2 per item.
+dropExpired(KEYS[9], KEYS[10], now, 2 * #ids)
 
 local current = redis.call('HMGET', KEYS[3], unpack(ids))
 -- Most items have no waiter: an empty waiting hash spares the lookup.

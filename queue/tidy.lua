@@ -13,23 +13,7 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local max, maxAttempts = tonumber(ARGV[1]), tonumber(ARGV[2])
 
-local head = redis.call('LINDEX', KEYS[8], 0)
-if head and (tonumber(string.match(head, '^(%d+):')) or 0) <= now then
-  local entries = redis.call('LRANGE', KEYS[8], 0, max - 1)
-  local gone, n = {}, 0
-  for _, e in ipairs(entries) do
-    local at, id = string.match(e, '^(%d+):(.*)$')
-    if at and tonumber(at) > now then
-      break
-    end
-    n = n + 1
-    gone[#gone + 1] = id
-  end
-  if #gone > 0 then
-    redis.call('HDEL', KEYS[7], unpack(gone))
-  end
-  redis.call('LTRIM', KEYS[8], n, -1)
-end
+dropExpired(KEYS[7], KEYS[8], now, max)
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
 if #ids == 0 then
