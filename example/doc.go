@@ -13,12 +13,12 @@
 //	go run ./example -traffic=false                   # drive it yourself (or TRAFFIC=false)
 //	make run ARGS='-traffic=false'                    # the same, built first
 //
-// Each flag falls back to an environment variable: -http HTTP_ADDR
+// These flags fall back to an environment variable: -http HTTP_ADDR
 // (default 127.0.0.1:8080), -echo ECHO_ADDR (127.0.0.1:8081), -grpc
 // GRPC_ADDR (127.0.0.1:9090), -admin ADMIN_ADDR (127.0.0.1:8079), -redis
 // REDIS_URL, -redis-addrs REDIS_ADDRS, -redis-tls REDIS_TLS, -redis-ca
-// REDIS_CA, -trace-url TRACE_URL, -traffic TRAFFIC, -debug DEBUG; -help
-// lists them all.
+// REDIS_CA, -trace-url TRACE_URL, -traffic TRAFFIC, -debug DEBUG;
+// -duration and -summary are flags only. -help lists them all.
 //
 // A Redis Cluster (REDIS_ADDRS) authenticates with REDIS_USERNAME and
 // REDIS_PASSWORD when they are set, and speaks TLS with -redis-tls

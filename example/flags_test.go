@@ -29,6 +29,9 @@ func TestParseFlagsFromEnv(t *testing.T) {
 		{name: "TRAFFIC=0", env: map[string]string{"TRAFFIC": "0"}, check: func(o options) bool { return !o.traffic }},
 		{name: "the flag wins", env: map[string]string{"TRAFFIC": "false"}, args: []string{"-traffic"}, check: func(o options) bool { return o.traffic }},
 		{name: "TRAFFIC=nope", env: map[string]string{"TRAFFIC": "nope"}, wantErr: "$TRAFFIC"},
+		{name: "DEBUG=1", env: map[string]string{"DEBUG": "1"}, check: func(o options) bool { return o.debug }},
+		{name: "DEBUG=0", env: map[string]string{"DEBUG": "0"}, check: func(o options) bool { return !o.debug }},
+		{name: "DEBUG=yes", env: map[string]string{"DEBUG": "yes"}, wantErr: "$DEBUG"},
 		{name: "ADMIN_ADDR", env: map[string]string{"ADMIN_ADDR": "127.0.0.1:9999"}, check: func(o options) bool { return o.adminAddr == "127.0.0.1:9999" }},
 		{name: "REDIS_TLS=1 on a cluster", env: map[string]string{"REDIS_TLS": "1", "REDIS_ADDRS": "a:1"}, check: func(o options) bool { return o.redisTLS }},
 		{name: "REDIS_TLS=1 with rediss://", env: map[string]string{"REDIS_TLS": "1", "REDIS_URL": "rediss://r:6380"}, check: func(o options) bool { return o.redisTLS }},
@@ -37,7 +40,7 @@ func TestParseFlagsFromEnv(t *testing.T) {
 		{name: "-redis-tls without Redis", args: []string{"-redis-tls"}, wantErr: "-redis-addrs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, name := range []string{"TRAFFIC", "ADMIN_ADDR", "REDIS_TLS", "REDIS_ADDRS", "REDIS_URL"} {
+			for _, name := range []string{"TRAFFIC", "DEBUG", "ADMIN_ADDR", "REDIS_TLS", "REDIS_ADDRS", "REDIS_URL"} {
 				t.Setenv(name, tc.env[name]) // restored at the end
 				if _, ok := tc.env[name]; !ok {
 					os.Unsetenv(name)

@@ -49,8 +49,8 @@ func main() {
 // shell reports a process killed by Ctrl-C.
 const exitForced = 130
 
-// options are the command line, each flag falling back to an environment
-// variable.
+// options are the command line; most flags fall back to an environment
+// variable, named in their help.
 type options struct {
 	httpAddr, echoAddr, grpcAddr, adminAddr string
 	redisURL, redisAddrs, redisCA           string
@@ -71,6 +71,10 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	if err != nil {
 		return o, err
 	}
+	debug, err := envBool("DEBUG", false)
+	if err != nil {
+		return o, err
+	}
 	fs := flag.NewFlagSet("example", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.httpAddr, "http", envOr("HTTP_ADDR", "127.0.0.1:8080"), "net/http listen `address` ($HTTP_ADDR); port 0 picks a free one")
@@ -85,7 +89,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.BoolVar(&o.traffic, "traffic", traffic, "drive all three stacks with a built-in traffic generator ($TRAFFIC=false to turn it off)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long; 0 runs until SIGINT or SIGTERM")
 	fs.DurationVar(&o.summaryEvery, "summary", 3*time.Second, "print a summary line this often")
-	fs.BoolVar(&o.debug, "debug", os.Getenv("DEBUG") != "", "log at debug level: every confirmation sent ($DEBUG)")
+	fs.BoolVar(&o.debug, "debug", debug, "log at debug level: every confirmation sent ($DEBUG=1)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
