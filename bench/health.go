@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -197,6 +198,9 @@ func runScenario(ctx context.Context, e *env, sc scenario, inject, grace time.Du
 	})
 	<-sampleCtx.Done()
 	if err := ctx.Err(); err != nil {
+		stopWork()
+		waitLoad()
+		wg.Wait() // the sampler appends to res.Depth until then
 		return res, err
 	}
 	elapsed := time.Since(began)
@@ -206,7 +210,7 @@ func runScenario(ctx context.Context, e *env, sc scenario, inject, grace time.Du
 	stopWork()
 	waitLoad()
 	wg.Wait()
-	if err := cmp(err, err2); err != nil {
+	if err := cmp.Or(err, err2); err != nil {
 		return res, err
 	}
 	for _, s := range all {

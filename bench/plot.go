@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"math"
@@ -158,7 +159,7 @@ func (c chart) svg() string {
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="13" text-anchor="middle" %s>%s</text>`+"\n", innerW/2, innerH+44, fontAttrs, html.EscapeString(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" font-size="13" text-anchor="middle" %s>%s</text>`+"\n", -54, innerH/2, fontAttrs, html.EscapeString(c.YLabel))
 	for i, s := range c.Series {
-		color := cmpStr(s.Color, palette[i%len(palette)])
+		color := cmp.Or(s.Color, palette[i%len(palette)])
 		dash := ""
 		if s.Dashed {
 			dash = ` stroke-dasharray="6,4"`
@@ -186,11 +187,4 @@ func (c chart) svg() string {
 	}
 	b.WriteString("</g>\n</svg>\n")
 	return b.String()
-}
-
-func cmpStr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,13 +66,14 @@ func startEnv(ctx context.Context, o options) (*env, error) {
 	logPath := filepath.Join(dir, "redis.log")
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", logPath)
-	if _, err := startChild(cmd, nil); err != nil {
+	redisDone, err := startChild(cmd, nil)
+	if err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 32})
 	deadline := time.Now().Add(10 * time.Second)
 	for rdb.Ping(ctx).Err() != nil {
-		if exited(cmd) {
+		if isClosed(redisDone) {
 			log, _ := os.ReadFile(logPath)
 			if strings.Contains(string(log), "Address already in use") {
 				return nil, fmt.Errorf("redis-server could not bind %s: the port is taken; pass another -port, or 0 for a free one", addr)
@@ -79,7 +81,7 @@ func startEnv(ctx context.Context, o options) (*env, error) {
 			return nil, fmt.Errorf("redis-server exited at start; its log:\n%s", log)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, cmp(ctx.Err(), fmt.Errorf("redis-server on %s did not answer PING within 10s", addr))
+			return nil, cmp.Or(ctx.Err(), fmt.Errorf("redis-server on %s did not answer PING within 10s", addr))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -88,15 +90,6 @@ func startEnv(ctx context.Context, o options) (*env, error) {
 		return nil, err
 	}
 	return &env{opts: o, addr: addr, rdb: rdb, dir: dir, redisVersion: infoField(info, "redis_version"), self: self}, nil
-}
-
-func cmp(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 func freePort() (int, error) {
@@ -133,10 +126,7 @@ func startChild(cmd *exec.Cmd, stdout io.Writer) (done chan struct{}, err error)
 	return done, nil
 }
 
-func exited(cmd *exec.Cmd) bool {
-	children.Lock()
-	done := children.procs[cmd]
-	children.Unlock()
+func isClosed(done chan struct{}) bool {
 	select {
 	case <-done:
 		return true
@@ -181,7 +171,6 @@ func killAll() {
 type proc struct {
 	cmd  *exec.Cmd
 	addr string // its HTTP listener
-	name string
 }
 
 // startProc re-executes this program with -role and args, and waits for
@@ -196,9 +185,12 @@ func (e *env) startProc(ctx context.Context, role, name string, args ...string) 
 	defer stderr.Close()
 	cmd.Stderr = stderr
 	pr, pw := io.Pipe()
-	if _, err := startChild(cmd, pw); err != nil {
+	done, err := startChild(cmd, pw)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
+	// The scanner below ends when the child does.
+	go func() { <-done; pw.Close() }()
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -216,7 +208,10 @@ func (e *env) startProc(ctx context.Context, role, name string, args ...string) 
 			stopChild(cmd, time.Second)
 			return nil, fmt.Errorf("%s said %q, not its address", name, line)
 		}
-		return &proc{cmd: cmd, addr: addr, name: name}, nil
+		return &proc{cmd: cmd, addr: addr}, nil
+	case <-done:
+		log, _ := os.ReadFile(filepath.Join(e.dir, name+".log"))
+		return nil, fmt.Errorf("%s exited at start; its log:\n%s", name, log)
 	case <-time.After(20 * time.Second):
 		stopChild(cmd, time.Second)
 		log, _ := os.ReadFile(filepath.Join(e.dir, name+".log"))

@@ -4,9 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/worksteal/worksteal/internal/redistest"
 )
 
 // cmdStat is one line of INFO commandstats: calls and Redis's own time.
@@ -89,32 +89,12 @@ func infoField(info, key string) string {
 	return ""
 }
 
-// roundTrips counts the commands and pipelines a client sends (one round
-// trip each): add it with rdb.AddHook.
-type roundTrips struct{ n atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 // newCountedClient is a client of its own with a round-trip counter, so
 // that the traffic of one role (the recruiter's locks, the jobs' queue
 // calls, the producer) can be told apart from the others'.
-func newCountedClient(addr string, pool int) (*redis.Client, *roundTrips) {
+func newCountedClient(addr string, pool int) (*redis.Client, *redistest.RoundTrips) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: pool})
-	h := &roundTrips{}
+	h := &redistest.RoundTrips{}
 	rdb.AddHook(h)
 	return rdb, h
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -169,7 +170,7 @@ func redisCostFleet(ctx context.Context, e *env, rep *report, n int, rates []flo
 		f1, _, err2 := fetchFleet(ctx, procs)
 		stopLoad()
 		wait()
-		if err := cmp(ctx.Err(), err1, err2); err != nil {
+		if err := cmp.Or(ctx.Err(), err1, err2); err != nil {
 			return err
 		}
 		d, f := deltaStats(s0, s1), f1.minus(f0)

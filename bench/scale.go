@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -101,13 +102,13 @@ func runScale(ctx context.Context, e *env, rep *report) error {
 
 // runSlices runs slices of job with the default budget until it has done
 // want items or reports no More.
-func runSlices(ctx context.Context, e *env, job recruiter.Job, rt *roundTrips, want, depth int) (scaleRow, error) {
+func runSlices(ctx context.Context, e *env, job recruiter.Job, rt *redistest.RoundTrips, want, depth int) (scaleRow, error) {
 	row := scaleRow{Job: job.Name(), Depth: depth}
 	s0, err := commandStats(ctx, e.rdb)
 	if err != nil {
 		return row, err
 	}
-	rt0 := rt.n.Load()
+	rt0 := rt.Load()
 	var spent time.Duration
 	for row.Items < want {
 		sctx, cancel := context.WithTimeout(ctx, sliceBudget)
@@ -124,7 +125,7 @@ func runSlices(ctx context.Context, e *env, job recruiter.Job, rt *roundTrips, w
 			break
 		}
 	}
-	row.RoundTrips = rt.n.Load() - rt0
+	row.RoundTrips = rt.Load() - rt0
 	s1, err := commandStats(ctx, e.rdb)
 	if err != nil {
 		return row, err

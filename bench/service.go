@@ -132,7 +132,7 @@ func runService(role string, f serviceFlags) error {
 		_, _ = rw.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /stats", func(rw http.ResponseWriter, _ *http.Request) {
-		s := serviceStats{Requests: requests.Load(), LockRT: lockRT.n.Load(), QueueRT: queueRT.n.Load(), Processed: w.processed.Load()}
+		s := serviceStats{Requests: requests.Load(), LockRT: lockRT.Load(), QueueRT: queueRT.Load(), Processed: w.processed.Load()}
 		if rec != nil {
 			s.Jobs = rec.Stats().Jobs
 		}
