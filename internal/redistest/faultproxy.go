@@ -117,6 +117,8 @@ func (p *FaultProxy) accept() {
 }
 
 // track registers a pair; false (both closed) once the proxy is closed.
+// A pair dialled while Drop ran is closed too, under the lock Drop holds,
+// so none outlives a Drop; its pipes end at once.
 func (p *FaultProxy) track(conns ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -127,6 +129,11 @@ func (p *FaultProxy) track(conns ...net.Conn) bool {
 		}
 		return false
 	default:
+	}
+	if p.dropping.Load() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
 	}
 	for _, c := range conns {
 		p.conns[c] = struct{}{}

@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -162,31 +161,7 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // the server started, per INFO commandstats; 0 if it never ran.
 func (s *Server) CommandCalls(t testing.TB, cmd string) int64 {
 	t.Helper()
-	c := redis.NewClient(s.clientOptions()) // fresh: no state shared with the test's clients
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatalf("redistest: INFO commandstats on %s: %v", s.Addr(), err)
-	}
-	prefix := "cmdstat_" + strings.ToLower(cmd) + ":"
-	for line := range strings.Lines(info) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
-		if !ok {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatalf("redistest: parse %q: %v", line, err)
-				}
-				return n
-			}
-		}
-	}
-	return 0
+	return s.CommandStats(t)[strings.ToLower(cmd)]
 }
 
 func (s *Server) requireLocal(op string) {
