@@ -120,10 +120,9 @@ type Dashboard struct {
 
 	pending []atomic.Bool // per gauge: a read has not returned yet
 
-	ctx       context.Context // cancelled by Close: gauge reads stop
-	cancel    context.CancelFunc
-	closeOnce sync.Once
-	done      chan struct{}
+	ctx    context.Context // cancelled by Close: gauge reads stop
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // NewDashboard returns a dashboard of src and starts its sampler, which
@@ -215,7 +214,7 @@ func (d *Dashboard) run() {
 // their context cancelled. The handler still serves the last samples.
 // Close is idempotent and always returns nil.
 func (d *Dashboard) Close() error {
-	d.closeOnce.Do(d.cancel)
+	d.cancel() // safe to call again
 	<-d.done
 	return nil
 }

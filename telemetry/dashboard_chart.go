@@ -3,7 +3,6 @@ package telemetry
 import (
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -82,23 +81,25 @@ func layoutChart(title string, w, h int, now time.Time, window, every time.Durat
 
 	seen := make([]bool, len(times))
 	for _, s := range ss {
-		var line, area strings.Builder
+		var line, area []byte
 		var segment []float64 // x, y pairs of the current run without a gap
 		flush := func() {
 			if len(segment) == 0 {
 				return
 			}
+			start := len(line)
 			for i := 0; i < len(segment); i += 2 {
-				line.WriteString(cmd(i == 0, segment[i], segment[i+1]))
+				line = appendCmd(line, i == 0, segment[i], segment[i+1])
 			}
+			// The area: up from the baseline, along the line's own text
+			// (its M made an L), and down again.
+			base := round1(y(math.Max(lo, 0)))
+			area = appendCmd(area, true, segment[0], base)
+			area = append(append(area, 'L'), line[start+1:]...)
+			area = append(appendCmd(area, false, segment[len(segment)-2], base), 'Z')
 			if len(segment) == 2 {
-				line.WriteString("h0") // a lone point: a dot, thanks to the round cap
+				line = append(line, "h0"...) // a lone point: a dot, thanks to the round cap
 			}
-			area.WriteString(cmd(true, segment[0], round1(y(math.Max(lo, 0)))))
-			for i := 0; i < len(segment); i += 2 {
-				area.WriteString(cmd(false, segment[i], segment[i+1]))
-			}
-			area.WriteString(cmd(false, segment[len(segment)-2], round1(y(math.Max(lo, 0)))) + "Z")
 			segment = segment[:0]
 		}
 		// The samples are reduced to columns (see columnWidth) before they
@@ -116,7 +117,8 @@ func layoutChart(title string, w, h int, now time.Time, window, every time.Durat
 			}
 			col = column{}
 		}
-		latest := "–"
+		var last float64 // the newest sample, if it is drawn
+		lastDrawn := false
 		for i, v := range s.values {
 			px := x(times[i])
 			if !(math.Abs(v) <= gaugeLimit) || px < c.Left-0.5 { // NaN, or beyond what yAxis scales
@@ -125,11 +127,11 @@ func layoutChart(title string, w, h int, now time.Time, window, every time.Durat
 				} else {
 					col.gapAfter = true
 				}
-				latest = "–"
+				lastDrawn = false
 				continue
 			}
 			seen[i] = true
-			latest = fmtRate(v)
+			last, lastDrawn = v, true
 			at := int(math.Floor((px - c.Left) / columnWidth))
 			if col.n > 0 && at != col.at {
 				emit()
@@ -143,7 +145,11 @@ func layoutChart(title string, w, h int, now time.Time, window, every time.Durat
 		}
 		emit()
 		flush()
-		c.Series = append(c.Series, seriesView{Name: s.name, Color: s.color, Line: line.String(), Area: area.String(), Latest: latest})
+		latest := "–"
+		if lastDrawn {
+			latest = fmtRate(last)
+		}
+		c.Series = append(c.Series, seriesView{Name: s.name, Color: s.color, Line: string(line), Area: string(area), Latest: latest})
 	}
 	for _, ok := range seen {
 		if ok {
@@ -221,12 +227,14 @@ func (c *column) points() []int {
 	return []int{c.hi, c.lo}
 }
 
-func cmd(move bool, x, y float64) string {
-	op := "L"
+// appendCmd appends a path command to b: "Mx,y" if move, else "Lx,y".
+func appendCmd(b []byte, move bool, x, y float64) []byte {
+	op := byte('L')
 	if move {
-		op = "M"
+		op = 'M'
 	}
-	return op + strconv.FormatFloat(x, 'f', -1, 64) + "," + strconv.FormatFloat(y, 'f', -1, 64)
+	b = strconv.AppendFloat(append(b, op), x, 'f', -1, 64)
+	return strconv.AppendFloat(append(b, ','), y, 'f', -1, 64)
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }

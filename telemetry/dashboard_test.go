@@ -59,7 +59,7 @@ func (f *fakeSource) setItems(job string, items uint64) {
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 // manual returns a dashboard without its sampler goroutine, closed at cleanup.
-func manual(t *testing.T, src telemetry.Source, opts ...telemetry.DashboardOption) *telemetry.Dashboard {
+func manual(t testing.TB, src telemetry.Source, opts ...telemetry.DashboardOption) *telemetry.Dashboard {
 	t.Helper()
 	d, err := telemetry.NewManualDashboard(src, opts...)
 	if err != nil {
