@@ -74,7 +74,7 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]Item, error) {
 	if len(reply) == 1 {
 		return []Item{}, nil // nothing pending
 	}
-	if len(reply) < 2 || len(reply)%3 != 2 {
+	if len(reply)%3 != 2 {
 		return nil, q.wrap("claim", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
 	}
 	ms, _ := reply[0].(int64)

@@ -73,7 +73,7 @@
 //	…:notify:ID list that wakes Wait, expires a minute after use
 //
 // A result is readable until its expiry, by Redis's clock. Each Settle
-// then drops up to two expired results per item it settles, and Tidy up
+// then drops up to two expired results per outcome it is given, and Tidy up
 // to its max, so results cannot pile up while the queue is in use; the
 // results and expiring keys themselves expire after the last result in
 // them, so an idle queue keeps none either. (One hash rather than a key
