@@ -62,7 +62,10 @@ type Config struct {
 	// Prefix starts every Redis key of the queue. Default "worksteal".
 	Prefix string
 	// RandFunc returns the retry jitter, uniform in [0, 1); it must be safe
-	// for concurrent use. Default math/rand/v2.Float64.
+	// for concurrent use. A value out of range is clamped: NaN and negative
+	// values count as 0 (the shortest delay, d/2), 1 and above as 1 (the
+	// full delay d), so a retry delay always stays within [d/2, d].
+	// Default math/rand/v2.Float64.
 	RandFunc func() float64
 	// ResultRetention is how long an acked item's result is kept for
 	// [Queue.Result] and [Queue.Wait]. Default 24h; at least 1ms.
@@ -115,7 +118,8 @@ func (c Config) validate() error {
 }
 
 // backoff is the delay before retry number attempt (1 for the first):
-// BackoffBase·2^(attempt-1), capped at BackoffMax, drawn from [d/2, d).
+// BackoffBase·2^(attempt-1), capped at BackoffMax, drawn from [d/2, d]
+// (d only for a RandFunc value of 1 or more, which is clamped).
 func (c Config) backoff(attempt int) time.Duration {
 	d := c.BackoffBase
 	for i := 1; i < attempt && d < c.BackoffMax; i++ {
@@ -124,5 +128,13 @@ func (c Config) backoff(attempt int) time.Duration {
 			d = c.BackoffMax
 		}
 	}
-	return d/2 + time.Duration(c.RandFunc()*float64(d/2))
+	r := c.RandFunc()
+	switch {
+	case !(r > 0): // NaN too, which once made the backoff negative
+		r = 0
+	case r > 1:
+		r = 1
+	}
+	// float64(d/2) may round up past d/2 above 2^53ns: min keeps d the cap.
+	return min(d/2+time.Duration(r*float64(d/2)), d)
 }

@@ -24,6 +24,13 @@ const notifyTTL = time.Minute
 // causeMax bounds a stored failure cause, in bytes.
 const causeMax = 1024
 
+// The kinds of outcome settle.lua is sent, one per item: the script tells
+// an ack from a nack by them alone, never by the backoff.
+const (
+	kindAck  = "a"
+	kindNack = "n"
+)
+
 // Outcome is what became of one claimed item, for [Queue.Settle].
 type Outcome struct {
 	Item Item
@@ -64,7 +71,7 @@ func (q *Queue) Settle(ctx context.Context, outcomes ...Outcome) (Settled, error
 		chunk := outcomes[start:min(start+BatchMax, len(outcomes))]
 		keys := make([]string, 0, len(q.k.settleKeys)+len(chunk))
 		keys = append(keys, q.k.settleKeys...)
-		args := make([]any, 0, 4+4*len(chunk))
+		args := make([]any, 0, 4+5*len(chunk))
 		args = append(args, q.cfg.ResultRetention.Milliseconds(), notifyTTL.Milliseconds(), q.cfg.MaxAttempts, encodingPin)
 		for _, o := range chunk {
 			keys = append(keys, q.k.notify(o.Item.ID))
@@ -75,11 +82,11 @@ func (q *Queue) Settle(ctx context.Context, outcomes ...Outcome) (Settled, error
 			if err == nil {
 				stored := make([]byte, 0, len(o.Item.Token)+1+len(o.Result))
 				stored = append(append(append(stored, o.Item.Token...), ':'), o.Result...)
-				args = append(args, o.Item.ID, o.Item.Token, stored, -1)
+				args = append(args, o.Item.ID, o.Item.Token, kindAck, stored, 0) // an ack has no backoff
 				continue
 			}
 			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()
-			args = append(args, o.Item.ID, o.Item.Token, truncate(err.Error(), causeMax), backoff)
+			args = append(args, o.Item.ID, o.Item.Token, kindNack, truncate(err.Error(), causeMax), backoff)
 		}
 		codes, err := settleScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
 		if err != nil {

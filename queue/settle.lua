@@ -8,9 +8,13 @@
 -- ARGV[1]: result retention ms   ARGV[2]: wake-up list ttl ms
 -- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
 -- queue.go), the field "" of results
--- then per item i: ARGV[5+4i] id, [6+4i] claim token, [7+4i] "token:result"
--- (ack) or the cause (nack), [8+4i] -1 for an ack, else the retry backoff
--- in ms.
+-- then per item i: ARGV[5+5i] id, [6+5i] claim token, [7+5i] its kind,
+-- 'a' for an ack or 'n' for a nack, [8+5i] "token:result" (ack) or the
+-- cause (nack), [9+5i] the retry backoff in ms (nack; an ack ignores it).
+-- The kind alone tells an ack from a nack: a nack's backoff that is not a
+-- finite number >= 0 counts as 0 (retry at once). Any other kind, or
+-- ARGV not in groups of 5, is an error raised before anything is written:
+-- nothing changes, for the other items of the call either.
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
 -- for a retry, 3 dead-lettered, 0 claim no longer current (nothing done).
 -- An acked result is stored as "expiry ms:token:result" in results, and
@@ -32,8 +36,15 @@ local function wake(key)
   redis.call('PEXPIRE', key, ttl)
 end
 
+if (#ARGV - 4) % 5 ~= 0 then
+  return redis.error_reply('ERR settle: ' .. (#ARGV - 4) .. ' item arguments, not groups of 5')
+end
 local ids = {}
-for i = 5, #ARGV, 4 do
+for i = 5, #ARGV, 5 do
+  local kind = ARGV[i + 2]
+  if kind ~= 'a' and kind ~= 'n' then
+    return redis.error_reply('ERR settle: unknown kind "' .. kind .. '" of item ' .. ARGV[i])
+  end
   ids[#ids + 1] = ARGV[i]
 end
 
@@ -56,9 +67,9 @@ local acked, results, expiring, woken = {}, {'', ARGV[4]}, {}, {}
 local retried = {}
 local settled, counts, causes, delays, dead, deadIds = {}, {}, {}, {}, {}, {}
 -- Counters rather than #t on the acks' path: # searches the table.
-local nsettled, nacked = 0, 0
+local nsettled, acks = 0, 0
 for i, id in ipairs(ids) do
-  local token, data, backoff = ARGV[2 + 4 * i], ARGV[3 + 4 * i], tonumber(ARGV[4 + 4 * i])
+  local token, ack, data = ARGV[5 * i + 1], ARGV[5 * i + 2] == 'a', ARGV[5 * i + 3]
   local code = 0
   -- The attempts field is the token "attempt-claim" while leased and the
   -- bare count otherwise, which is no token even when sent as one.
@@ -66,15 +77,15 @@ for i, id in ipairs(ids) do
     seen[id] = true -- a second outcome for the same claim changes nothing
     nsettled = nsettled + 1
     settled[nsettled] = id
-    if backoff < 0 then
-      nacked = nacked + 1
-      acked[nacked] = id
+    if ack then
+      acks = acks + 1
+      acked[acks] = id
       if string.sub(token, 1, 2) ~= '1-' then
         retried[#retried + 1] = id
       end
-      results[2 * nacked + 1] = id -- after the pin
-      results[2 * nacked + 2] = prefix .. data
-      expiring[nacked] = prefix .. id
+      results[2 * acks + 1] = id -- after the pin
+      results[2 * acks + 2] = prefix .. data
+      expiring[acks] = prefix .. id
       if waited[i] then
         wake(KEYS[10 + i])
         woken[#woken + 1] = id
@@ -96,6 +107,12 @@ for i, id in ipairs(ids) do
         end
         code = 3
       else
+        local backoff = tonumber(ARGV[5 * i + 4])
+        -- Go sends whole ms >= 0; anything else (no number, NaN, a negative
+        -- or an infinite one) retries at once.
+        if not (backoff and backoff >= 0 and backoff < math.huge) then
+          backoff = 0
+        end
         delays[#delays + 1] = now + backoff
         delays[#delays + 1] = id
         code = 2
@@ -104,7 +121,7 @@ for i, id in ipairs(ids) do
       counts[#counts + 1] = id
       counts[#counts + 1] = attempt
     end
-  elseif backoff < 0 and not seen[id] then
+  elseif ack and not seen[id] then
     local stored = redis.call('HGET', KEYS[9], id)
     -- "expiry ms:token:result"; tokens have no ':'.
     local at, rest = string.match(stored or '', '^(%d+):(.*)$')
