@@ -3,7 +3,9 @@ package recruiter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +29,8 @@ type Recruiter struct {
 
 	jobs     atomic.Pointer[roster] // read without a lock on every draw
 	inFlight atomic.Int32           // slices running now
+	hanging  atomic.Int32           // hung slices not yet returned
+	misuses  atomic.Uint64          // calls refused as programming errors
 	closed   atomic.Bool
 
 	mu       sync.Mutex // guards registration and shutdown
@@ -175,9 +179,25 @@ func (d Draw) Run(ctx context.Context) { d.RunAfter(ctx, nil) }
 // complete before stolen work competes with it. The slice's slot is held
 // meanwhile, for at most a few seconds, or until Shutdown. A nil done, or
 // inline mode, starts at once.
+//
+// A nil ctx is a programming error: the slice is dismissed, the first one
+// is logged with its stack, and all are counted in [Stats].Misuses.
 func (d Draw) RunAfter(ctx context.Context, done <-chan struct{}) {
-	if d.e != nil {
+	switch {
+	case d.e == nil:
+	case ctx == nil:
+		d.r.misused("Draw.Run, Draw.RunAfter or Enlist called with a nil context")
+	default:
 		d.r.start(ctx, d.e, done)
+	}
+}
+
+// misused reports a programming error of the caller's without a crash:
+// the first is logged with its stack, each is counted.
+func (r *Recruiter) misused(what string) {
+	if r.misuses.Add(1) == 1 {
+		r.cfg.Logger.Error("worksteal: "+what+"; the slice is dismissed (logged once, counted in Stats.Misuses)",
+			slog.String("stack", string(debug.Stack())))
 	}
 }
 
@@ -213,6 +233,9 @@ const afterWaitMax = 5 * time.Second
 // time), then, once after is closed (background mode), passes the gates
 // again, as state may have changed since the draw, and runs the slice.
 func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}) {
+	if r.cfg.Inline {
+		after = nil // the middleware flushed already: waiting would stall the request
+	}
 	e.lastAttempt.Store(r.now().UnixNano())
 	if !r.takeSlot() {
 		e.stats.gatedLater.Add(1)
@@ -230,8 +253,9 @@ func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}) 
 			e.stats.gatedLater.Add(1)
 			return
 		}
-		r.runSlice(ctx, e)
-		e.running.Store(false)
+		if !r.runSlice(ctx, e) {
+			e.running.Store(false) // a hung slice frees its job when it returns
+		}
 		r.releaseSlot()
 	}
 	if r.cfg.Inline {

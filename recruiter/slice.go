@@ -34,66 +34,101 @@ const cooldownValue = "cooldown"
 
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
-func (r *Recruiter) runSlice(enlisting context.Context, e *entry) {
+// It reports whether the slice was left hung, its job still taken.
+func (r *Recruiter) runSlice(enlisting context.Context, e *entry) (hung bool) {
 	ctx, span := r.tel.Start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
-	res := r.recruit(ctx, e)
+	res, hung := r.recruit(ctx, e)
 	r.tel.End(ctx, span, e.name, res)
 	e.stats.record(res, r.now())
+	return hung
 }
 
-func (r *Recruiter) recruit(ctx context.Context, e *entry) telemetry.Result {
+// hungAfter is how long a slice may run before it counts as hung: twice
+// its lock's TTL, when its budget and every margin are long spent.
+func hungAfter(e *entry) time.Duration { return 2 * e.lockTTL }
+
+func (r *Recruiter) recruit(ctx context.Context, e *entry) (res telemetry.Result, hung bool) {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	lock, err := r.locker.Obtain(lctx, e.key, e.lockTTL, nil)
 	cancel()
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
 		r.breaker.succeed()
-		return r.skip(ctx, e)
+		return r.skip(ctx, e), false
 	case err != nil:
 		err = fmt.Errorf("recruiter: obtain lock %s: %w", e.key, err)
 		r.redisFailed(ctx, e, err)
-		return telemetry.Result{Outcome: telemetry.OutcomeError, Err: err}
+		return telemetry.Result{Outcome: telemetry.OutcomeError, Err: err}, false
 	}
 	r.breaker.succeed()
 	stopGuard := r.guardLock(ctx, e, lock)
-	res := r.runJob(ctx, e)
-	stopGuard()
-	e.backlog.Store(res.Outcome == telemetry.OutcomeRan && res.More)
-	r.finish(ctx, e, lock, res)
-	return res
+	// The job runs on a goroutine of its own so that a job that never
+	// returns costs its process one goroutine, not a slot (and, inline, not
+	// the request).
+	ran := make(chan telemetry.Result, 1)
+	go func() { ran <- r.runJob(ctx, e) }()
+	timer := time.NewTimer(hungAfter(e))
+	defer timer.Stop()
+	select {
+	case res := <-ran:
+		stopGuard()
+		r.finish(ctx, e, lock, res)
+		return res, false
+	case <-timer.C:
+	}
+	// Hung: the slot goes back, so the process's other jobs go on; the job
+	// stays taken here and its lock alive in Redis until it returns, so
+	// that no process runs it twice at once.
+	r.hanging.Add(1)
+	err = fmt.Errorf("recruiter: job %s still running %v after it began, past its budget of %v: hung", e.name, hungAfter(e), e.cfg.Budget)
+	r.cfg.Logger.ErrorContext(ctx, "worksteal: slice hung; its slot is freed, and the job is held, its lock kept alive, until it returns",
+		slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget), slog.Duration("ran", hungAfter(e)))
+	go func() {
+		res := <-ran
+		stopGuard()
+		r.finish(ctx, e, lock, res)
+		r.cfg.Logger.WarnContext(ctx, "worksteal: hung slice returned; the job can run again",
+			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.String("outcome", string(res.Outcome)))
+		r.hanging.Add(-1)
+		e.running.Store(false)
+	}()
+	return telemetry.Result{Outcome: telemetry.OutcomeHung, Ran: true, Duration: hungAfter(e), Err: err}, true
 }
 
-// lockGuardMax bounds how long a lock is kept alive for a slice that
-// ignores its context: past it, the job is taken to hang, and mutual
-// exclusion gives way to the job's other processes.
-func lockGuardMax(e *entry) time.Duration { return 10 * e.lockTTL }
-
 // guardLock keeps the lock of a slice that runs past its budget and margin
-// alive, so that no other process starts the job beside it, and says so in
-// the log. It returns the function that stops it.
+// alive for as long as the slice runs, so that no other process starts the
+// job beside it, and says so in the log. A process that dies leaves the
+// lock to expire, within twice its usual TTL. It returns the function that stops it.
 func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Lock) (stop func()) {
 	var (
 		mu      sync.Mutex
 		stopped bool
+		warned  bool
 		timer   *time.Timer
 	)
-	giveUp := time.Now().Add(lockGuardMax(e))
 	extend := func() {
-		if time.Now().After(giveUp) {
-			r.cfg.Logger.ErrorContext(ctx, "worksteal: slice still running long past its budget; its lock is left to expire",
-				slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget), slog.Duration("ran", lockGuardMax(e)))
-			return
-		}
+		// Twice the usual life, renewed every half life: a refresh may come
+		// late on a loaded machine without another process taking the job.
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-		err := lock.Refresh(rctx, e.lockTTL, nil)
+		err := lock.Refresh(rctx, 2*e.lockTTL, nil)
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
 			return
 		}
-		r.cfg.Logger.WarnContext(ctx, "worksteal: slice overran its budget; its lock is extended while it runs",
-			slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget), slog.Any("error", err))
+		log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget))
+		switch {
+		case errors.Is(err, redislock.ErrNotObtained):
+			log.ErrorContext(ctx, "worksteal: an overrunning slice lost its lock: another process may run the job beside it")
+			return
+		case err != nil:
+			// Redis may come back before the lock expires: keep trying.
+			log.WarnContext(ctx, "worksteal: could not extend an overrunning slice's lock", slog.Any("error", err))
+		case !warned:
+			warned = true
+			log.WarnContext(ctx, "worksteal: slice overran its budget; its lock is extended while it runs")
+		}
 		timer.Reset(e.lockTTL / 2)
 	}
 	mu.Lock()
@@ -211,6 +246,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 // released, with this process resting the job for one budget so that an
 // idle job cannot turn request traffic into Redis traffic.
 func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, res telemetry.Result) {
+	e.backlog.Store(res.Outcome == telemetry.OutcomeRan && res.More)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()

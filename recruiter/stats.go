@@ -23,6 +23,8 @@ func (r *Recruiter) Stats() Stats {
 	s := Stats{
 		BreakerOpen: r.breaker.isOpen(),
 		InFlight:    int(r.inFlight.Load()),
+		Hanging:     int(r.hanging.Load()),
+		Misuses:     r.misuses.Load(),
 		Jobs:        make([]JobStats, 0, len(jobs.entries)),
 		Recent:      r.tel.Recent(),
 	}
@@ -39,10 +41,11 @@ type jobStats struct {
 	admitted   atomic.Uint64 // draws that passed the gates
 	gatedLater atomic.Uint64 // admitted, then gated when the slice was to start
 
-	ran, skippedLocked, skippedCooldown     atomic.Uint64
-	errors, timeouts, panics, slices, items atomic.Uint64
-	lastRun                                 atomic.Int64 // unix ns
-	durations                               durationRing
+	ran, skippedLocked, skippedCooldown atomic.Uint64
+	errors, timeouts, panics, hung      atomic.Uint64
+	slices, items                       atomic.Uint64
+	lastRun                             atomic.Int64 // unix ns
+	durations                           durationRing
 }
 
 func (s *jobStats) record(res telemetry.Result, now time.Time) {
@@ -59,6 +62,8 @@ func (s *jobStats) record(res telemetry.Result, now time.Time) {
 		s.timeouts.Add(1)
 	case telemetry.OutcomePanic:
 		s.panics.Add(1)
+	case telemetry.OutcomeHung:
+		s.hung.Add(1)
 	}
 	if res.Ran {
 		s.slices.Add(1)
@@ -79,6 +84,7 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 		Errors:          s.errors.Load(),
 		Timeouts:        s.timeouts.Load(),
 		Panics:          s.panics.Load(),
+		Hung:            s.hung.Load(),
 		Slices:          s.slices.Load(),
 		Items:           s.items.Load(),
 	}

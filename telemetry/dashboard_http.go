@@ -111,6 +111,7 @@ type pageView struct {
 	Updated     string
 	BreakerOpen bool
 	InFlight    int
+	Hanging     int
 	Jobs        []jobView
 	Rates       chartView
 	Gauges      []chartView
@@ -124,8 +125,8 @@ type jobView struct {
 	Name, Color                       string
 	Rate, Every, Budget               string
 	Drawn, Ran, Skipped, SkippedSplit string
-	Errors, Timeouts, Panics          string
-	Failed                            bool // errors, timeouts or panics: the row is flagged
+	Errors, Timeouts, Panics, Hung    string
+	Failed                            bool // errors, timeouts, panics or hung slices: the row is flagged
 	Items, PerSecond, P50, P99, Max   string
 	LastRun, LastRunTitle             string
 }
@@ -146,7 +147,7 @@ func (d *Dashboard) view(doc DashboardDocument) pageView {
 	now := doc.Now
 	v := pageView{
 		Title: doc.Title, Updated: now.Local().Format("15:04:05 MST"),
-		BreakerOpen: doc.BreakerOpen, InFlight: doc.InFlight,
+		BreakerOpen: doc.BreakerOpen, InFlight: doc.InFlight, Hanging: doc.Hanging,
 		CSS: template.CSS(dashboardCSS), JS: template.JS(dashboardJS),
 	}
 	times := make([]time.Time, len(doc.Samples))
@@ -162,8 +163,8 @@ func (d *Dashboard) view(doc DashboardDocument) pageView {
 			Drawn: fmtCount(j.Drawn), Ran: fmtCount(j.Ran), Skipped: fmtCount(j.Skipped.Total),
 			SkippedSplit: "locked " + fmtCount(j.Skipped.Locked) + " · cooldown " + fmtCount(j.Skipped.Cooldown) +
 				" · gate " + fmtCount(j.Skipped.Gate),
-			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics),
-			Failed: j.Errors+j.Timeouts+j.Panics > 0,
+			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics), Hung: fmtCount(j.Hung),
+			Failed: j.Errors+j.Timeouts+j.Panics+j.Hung > 0,
 			Items:  fmtCount(j.Items), PerSecond: "–",
 			P50: fmtMS(j.SliceP50MS), P99: fmtMS(j.SliceP99MS), Max: fmtMS(j.SliceMaxMS),
 			LastRun: "never",
@@ -233,7 +234,7 @@ func outcomeClass(o Outcome) string {
 		return "o-error"
 	case OutcomeTimeout:
 		return "o-timeout"
-	case OutcomePanic:
+	case OutcomePanic, OutcomeHung:
 		return "o-panic"
 	}
 	return "o-other"

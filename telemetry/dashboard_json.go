@@ -13,6 +13,7 @@ type DashboardDocument struct {
 	Now           time.Time `json:"now"`
 	BreakerOpen   bool      `json:"breaker_open"`    // recruitment keeps away from Redis
 	InFlight      int       `json:"in_flight"`       // slices running now
+	Hanging       int       `json:"hanging"`         // hung slices not yet returned
 	SampleEveryMS float64   `json:"sample_every_ms"` // the interval of Samples
 	WindowMS      float64   `json:"window_ms"`       // how far back Samples go, at most
 	// SamplesSkipped counts the samples not taken because the source's
@@ -37,6 +38,7 @@ type DashboardJob struct {
 	Errors   uint64           `json:"errors"`
 	Timeouts uint64           `json:"timeouts"`
 	Panics   uint64           `json:"panics"`
+	Hung     uint64           `json:"hung"`
 	Slices   uint64           `json:"slices"`
 	Items    uint64           `json:"items"`
 	// ItemsPerSecond is the rate of the latest sample; null before the
@@ -93,6 +95,7 @@ func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
 		Now:            now.UTC(),
 		BreakerOpen:    stats.BreakerOpen,
 		InFlight:       stats.InFlight,
+		Hanging:        stats.Hanging,
 		SampleEveryMS:  ms(d.cfg.every),
 		WindowMS:       ms(d.cfg.window),
 		SamplesSkipped: skipped,
@@ -125,7 +128,7 @@ func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
 			Skipped: DashboardSkipped{
 				Total: js.Skipped(), Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Gate: js.SkippedGate,
 			},
-			Errors: js.Errors, Timeouts: js.Timeouts, Panics: js.Panics, Slices: js.Slices, Items: js.Items,
+			Errors: js.Errors, Timeouts: js.Timeouts, Panics: js.Panics, Hung: js.Hung, Slices: js.Slices, Items: js.Items,
 			SliceP50MS: ms(js.SliceP50), SliceP99MS: ms(js.SliceP99), SliceMaxMS: ms(js.SliceMax),
 		}
 		if len(samples) > 0 {

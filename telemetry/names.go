@@ -39,4 +39,5 @@ const (
 	OutcomeError           Outcome = "error"            // the slice (or the lock) returned an error
 	OutcomeTimeout         Outcome = "timeout"          // the slice ran past its budget
 	OutcomePanic           Outcome = "panic"            // the slice panicked; recovered
+	OutcomeHung            Outcome = "hung"             // the slice outlived twice its lock's TTL: slot freed, job held until it returns
 )

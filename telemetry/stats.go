@@ -7,6 +7,8 @@ import "time"
 // recruiter.Stats; it lives here so that a [Dashboard] can show it.
 type Stats struct {
 	BreakerOpen bool          // recruitment is keeping away from Redis
+	Hanging     int           // hung slices that have not returned yet; they hold their jobs, not slots
+	Misuses     uint64        // calls refused as programming errors (a nil context), logged once
 	InFlight    int           // slices running now
 	Jobs        []JobStats    // in registration order
 	Recent      []Recruitment // the latest recruitments, newest first
@@ -14,7 +16,7 @@ type Stats struct {
 
 // JobStats counts one job's draws and their outcomes in this process.
 // Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
-// Errors, Timeouts or Panics. Drawn counts the rolls that picked the job;
+// Errors, Timeouts, Panics or Hung. Drawn counts the rolls that picked the job;
 // SkippedGate those of them (and of the idle fallback's attempts) that
 // never reached Redis: cooling off locally, a slice of the job already
 // running here, breaker open, no free slot, shut down. Drawn requests that
@@ -34,6 +36,7 @@ type JobStats struct {
 	Errors          uint64
 	Timeouts        uint64
 	Panics          uint64
+	Hung            uint64
 
 	Slices   uint64    // slices whose Run was called, whatever their outcome
 	Items    uint64    // Report.Items summed
@@ -48,8 +51,9 @@ type JobStats struct {
 // For a job with Every, most of these are expected.
 func (js JobStats) Skipped() uint64 { return js.SkippedLocked + js.SkippedCooldown + js.SkippedGate }
 
-// Failed counts the recruitments that ended badly: errors, timeouts, panics.
-func (js JobStats) Failed() uint64 { return js.Errors + js.Timeouts + js.Panics }
+// Failed counts the recruitments that ended badly: errors, timeouts,
+// panics, hung slices.
+func (js JobStats) Failed() uint64 { return js.Errors + js.Timeouts + js.Panics + js.Hung }
 
 // Recruitment is one recruitment as [Telemetry.End] recorded it.
 type Recruitment struct {

@@ -117,7 +117,7 @@ type Result struct {
 	Items    int           // Report.Items
 	More     bool          // Report.More
 	Duration time.Duration // how long Run took
-	Err      error         // the cause of an error, timeout or panic outcome
+	Err      error         // the cause of an error, timeout, panic or hung outcome
 }
 
 // End ends the span of a recruitment of job and records its metrics. The
@@ -129,7 +129,7 @@ func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Re
 		span.SetAttributes(AttrItems.Int(res.Items), AttrMore.Bool(res.More))
 	}
 	switch res.Outcome {
-	case OutcomeError, OutcomeTimeout, OutcomePanic:
+	case OutcomeError, OutcomeTimeout, OutcomePanic, OutcomeHung:
 		msg := string(res.Outcome)
 		if res.Err != nil {
 			span.RecordError(res.Err)
