@@ -168,27 +168,30 @@ func TestDrainPanicLosesNothing(t *testing.T) {
 // With a slow handler and a short budget, a slice stops before its
 // deadline and hands the items it could not start back at once: nothing
 // stays leased, and they are claimed again as first attempts.
+// Items of 50ms in a budget of 1s, so at most 19 can start: the first item
+// starts whatever is left, and the claim before it has most of a second,
+// where a 100ms budget once let a slow claim leave less than an item.
 func TestDrainHandsBackUnstartedItems(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
 	ids := enqueue(t, b.q, "item-", 50)
 	c, late := &calls{}, &lateStarts{}
+	const item, budget = 50 * time.Millisecond, time.Second
 	slow := func(ctx context.Context, it queue.Item) ([]byte, error) {
-		late.check(ctx, 10*time.Millisecond)
+		late.check(ctx, item)
 		select {
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(item):
 			return echo(c)(ctx, it)
 		case <-ctx.Done():
 			c.add(it.ID)
 			return nil, ctx.Err()
 		}
 	}
-	const budget = 100 * time.Millisecond
 	rep, elapsed, err := runSlice(t, mustDrain(t, b.q, slow, jobs.DrainConfig{}), budget)
 	t.Logf("%d items settled in %v of %v", rep.Items, elapsed, budget)
-	if err != nil || rep.Items < 1 || rep.Items > 9 || !rep.More || late.n.Load() != 0 {
-		t.Fatalf("Run = %+v, %v, %d items started without 10ms left; want fewer than 10 items settled, More, none started late",
-			rep, err, late.n.Load())
+	if err != nil || rep.Items < 1 || rep.Items > 19 || !rep.More || late.n.Load() != 0 {
+		t.Fatalf("Run = %+v, %v, %d items started without %v left; want fewer than 20 items settled, More, none started late",
+			rep, err, late.n.Load(), item)
 	}
 	handled := c.total()
 	s := mustStats(t, b.q)
@@ -222,22 +225,25 @@ func (l *lateStarts) check(ctx context.Context, d time.Duration) {
 
 // Later batches claim only what the budget left fits, so little is
 // claimed in vain; each batch's unstarted items are still handed back.
+// Items of 25ms in a budget of 600ms: at most 24 fit, and the first batch
+// of 4 has about half a second to spare on a slow machine (with 5ms items
+// in 120ms, one slow claim left too little for the first batch).
 func TestDrainClaimsWhatFits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
 	enqueue(t, b.q, "item-", 100)
 	c, late := &calls{}, &lateStarts{}
+	const item, budget = 25 * time.Millisecond, 600 * time.Millisecond
 	slow := func(ctx context.Context, it queue.Item) ([]byte, error) {
-		late.check(ctx, 5*time.Millisecond)
-		time.Sleep(5 * time.Millisecond) // ignores ctx: the job must not start it late
+		late.check(ctx, item)
+		time.Sleep(item) // ignores ctx: the job must not start it late
 		return echo(c)(ctx, it)
 	}
-	const budget = 120 * time.Millisecond
 	rep, elapsed, err := runSlice(t, mustDrain(t, b.q, slow, jobs.DrainConfig{Batch: 4}), budget)
 	t.Logf("%d items settled in %v of %v", rep.Items, elapsed, budget)
 	if err != nil || rep.Items < 4 || rep.Items > 24 || !rep.More || rep.Items != c.total() || late.n.Load() != 0 {
-		t.Fatalf("Run = %+v, %v, %d handled, %d started without 5ms left; want 4 to 24 items, More, none started late",
-			rep, err, c.total(), late.n.Load())
+		t.Fatalf("Run = %+v, %v, %d handled, %d started without %v left; want 4 to 24 items, More, none started late",
+			rep, err, c.total(), late.n.Load(), item)
 	}
 	wantStats(t, b.q, queue.Stats{Pending: int64(100 - rep.Items)})
 }
@@ -274,10 +280,16 @@ func TestDrainLostLeaseIsNotCounted(t *testing.T) {
 // and a tidier returning expired leases meanwhile, Drain starts no item
 // whose lease cannot cover it and settles every item it handled: none is
 // thrown away, retried or dead-lettered for a lease that ran out.
+//
+// A lease of 1.2s and items of 300ms: Drain keeps a quarter of the lease
+// (300ms, with RedisTimeout above it) for the settle, so an item may run
+// 300ms late, or the settle take 300ms, before a lease is lost. With a
+// 60ms lease that margin was 15ms, which a loaded machine overran.
 func TestDrainRespectsTheLease(t *testing.T) {
 	t.Parallel()
-	b := setup(t, queue.Config{Lease: 60 * time.Millisecond, MaxAttempts: 1})
-	enqueue(t, b.q, "item-", 10)
+	const lease, item = 1200 * time.Millisecond, 300 * time.Millisecond
+	b := setup(t, queue.Config{Lease: lease, MaxAttempts: 1})
+	enqueue(t, b.q, "item-", 6)
 	stopTidy := make(chan struct{})
 	tidied := make(chan struct{})
 	go func() { // an adversary: returns expired leases as soon as they expire
@@ -294,20 +306,22 @@ func TestDrainRespectsTheLease(t *testing.T) {
 	defer func() { close(stopTidy); <-tidied }()
 	c := &calls{}
 	handler := func(ctx context.Context, it queue.Item) ([]byte, error) {
-		time.Sleep(15 * time.Millisecond)
+		time.Sleep(item)
 		return echo(c)(ctx, it)
 	}
-	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batch: 10})
+	// A batch of 6 items takes 1.8s, longer than the lease; the budget of
+	// 10s leaves the lease as the only bound.
+	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batch: 6, RedisTimeout: time.Second})
 	for range 20 {
 		if mustStats(t, b.q).Pending == 0 {
 			break
 		}
-		if _, _, err := runSlice(t, job, time.Second); err != nil {
+		if _, _, err := runSlice(t, job, 10*time.Second); err != nil {
 			t.Fatalf("a slice failed: %v", err)
 		}
 	}
 	s := mustStats(t, b.q)
-	if s.Pending != 0 || s.Leased != 0 || s.Dead != 0 || s.Delayed != 0 || c.total() != 10 {
-		t.Fatalf("Stats %+v after %d handled; want all 10 acked, none dead for a lost lease", s, c.total())
+	if s.Pending != 0 || s.Leased != 0 || s.Dead != 0 || s.Delayed != 0 || c.total() != 6 {
+		t.Fatalf("Stats %+v after %d handled; want all 6 acked, none dead for a lost lease", s, c.total())
 	}
 }

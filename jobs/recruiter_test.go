@@ -41,6 +41,9 @@ func enlistUntil(t *testing.T, rec *recruiter.Recruiter, what string, done func(
 
 // 1,000 items drained through enlistments of a real recruiter, two
 // batches of 100 a slice: every id gets its result, once.
+// MaxBatches, not the budget, bounds a slice here: the budget of 5s leaves
+// a grace of 500ms (a tenth) before a slice of two batches counts as a
+// timeout, which a loaded machine does not reach; a 50ms budget it did.
 func TestDrainThroughRecruiter(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
@@ -48,7 +51,7 @@ func TestDrainThroughRecruiter(t *testing.T) {
 	c := &calls{}
 	rec := inlineRecruiter(t, b.rdb, func() float64 { return 0 })
 	drain := mustDrain(t, b.q, echo(c), jobs.DrainConfig{MaxBatches: 2})
-	if err := rec.Register(drain, recruiter.JobConfig{Rate: 1, Budget: 50 * time.Millisecond}); err != nil {
+	if err := rec.Register(drain, recruiter.JobConfig{Rate: 1, Budget: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	enlistUntil(t, rec, "all 1000 items handled", func() bool { return c.total() >= 1000 })
@@ -84,8 +87,14 @@ func TestTidyAndDrainThroughRecruiter(t *testing.T) {
 
 	wantResults(t, b.q, c, "item-", ids)
 	wantStats(t, b.q, queue.Stats{})
+	// Timeouts are not counted as failures here: a slice that overruns a
+	// 20ms budget by one queue call is what a loaded machine does (Drain
+	// ends late by a call rather than early, and its budget is checked in
+	// drain_test.go). What this test claims is that nothing is lost or done
+	// twice, and that no slice errs or panics.
 	st := rec.Stats()
-	if d, tj := st.Jobs[0], st.Jobs[1]; d.Items != 300 || tj.Name != "tidy.jobs" || tj.Items != 100 || d.Failed()+tj.Failed() != 0 {
-		t.Fatalf("recruiter stats %+v; want 300 items drained, 100 leases tidied", st.Jobs)
+	d, tj := st.Jobs[0], st.Jobs[1]
+	if d.Items != 300 || tj.Name != "tidy.jobs" || tj.Items != 100 || d.Errors+d.Panics+tj.Errors+tj.Panics != 0 {
+		t.Fatalf("recruiter stats %+v; want 300 items drained, 100 leases tidied, no slice failed", st.Jobs)
 	}
 }
