@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/worksteal/worksteal/queue"
@@ -57,12 +58,18 @@ func (c DrainConfig) validate() error {
 //
 // A slice claims another batch only while the budget left fits some of it
 // (as many items as fit, by their mean time so far), and starts an item
-// only while the budget left fits the slowest item so far and the settling;
-// the items it could not start are handed back at once with
-// [queue.Queue.Release], their attempt uncounted. An item that
-// is interrupted by the deadline (its handler returns ctx's error) is
-// nacked like any failure, so that an item too slow for any budget ends in
-// the dead letters rather than at the head of the queue forever.
+// only while both the budget left and the batch's lease fit the slowest
+// item so far and the calls after it; the items it could not start are
+// handed back with [queue.Queue.Release], their attempt uncounted, at once
+// with the settling of the others. A handler's context ends before the
+// lease does, by three round trips or a quarter of the lease (at most
+// RedisTimeout), whichever is more, up to half the lease: those calls must
+// reach Redis before [queue.Queue.Tidy] may take the items, and on a
+// loaded machine the next round trip may be much slower than any so far.
+// An item that is interrupted by the deadline (its handler returns ctx's
+// error) is nacked like any failure, so that an item too slow for any
+// budget ends in the dead letters rather than at the head of the queue
+// forever.
 //
 // A panicking handler does not lose its item: the panic is recovered and
 // the item nacked with it as cause; the slice goes on with the next item,
@@ -92,9 +99,13 @@ type drainJob struct {
 
 func (j *drainJob) Name() string { return j.name }
 
+// rttFloor is the least round trip a slice assumes: one measured on an
+// idle Redis says little about the next.
+const rttFloor = time.Millisecond
+
 // drainSlice is the state of one slice: what it measured, what it did.
 type drainSlice struct {
-	rtt      time.Duration // of the slowest Claim: the estimate of one round trip
+	rtt      time.Duration // of the slowest Claim or finish, at least rttFloor: the estimate of one round trip
 	busy     time.Duration // in handlers
 	slowest  time.Duration // the slowest item so far
 	started  int           // items handed to the handler
@@ -111,7 +122,7 @@ func (s *drainSlice) meanItem() time.Duration {
 }
 
 func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
-	s := &drainSlice{}
+	s := &drainSlice{rtt: rttFloor}
 	limit := batchLimit(ctx, j.cfg.MaxBatches)
 	for b := 0; b < limit; b++ {
 		n := j.cfg.Batch
@@ -129,11 +140,14 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		if err != nil {
 			return s.report, j.wrap(err)
 		}
-		// The leases began at most when the claim was sent: measured on
-		// this process's clock, no skew with Redis's matters.
+		// The leases began no earlier than the claim was sent (claim.lua
+		// rounds Redis's TIME up): counted from then on this process's
+		// clock, the end is never later than Redis's, whatever the skew.
 		leaseEnd := began.Add(j.q.Config().Lease)
 		outcomes := j.handle(ctx, s, items, leaseEnd)
+		finishing := time.Now()
 		settled, released, err := j.finish(ctx, outcomes, items[len(outcomes):])
+		s.rtt = max(s.rtt, time.Since(finishing))
 		s.report.Items += settled
 		s.report.More = len(items) == n || released > 0
 		if err != nil {
@@ -150,8 +164,8 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 }
 
 // fit is how many items the next batch may claim: those whose mean time
-// fits in the budget left after three round trips (claim, settle and a
-// possible release); 0 when none does.
+// fits in the budget left after three round trips (the claim, the finish,
+// and one to spare); 0 when none does.
 func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 	left, ok := remaining(ctx)
 	if !ok {
@@ -166,10 +180,11 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 }
 
 // handle runs the handler on items in order while both the budget left
-// and the batch's lease fit the slowest item so far and the settling; it
+// and the batch's lease fit the slowest item so far and the finish; it
 // returns the outcomes of the items it started, a prefix of items. A
-// handler's context ends with the lease too: an item settled after its
-// lease expired would be thrown away (another claim may own it by then).
+// handler's context ends leaseMargin before the lease: a settle or release
+// that reaches Redis after the lease is thrown away (Tidy hands the items
+// back, counting the attempt, and another claim may own them by then).
 func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item, leaseEnd time.Time) []queue.Outcome {
 	outcomes := make([]queue.Outcome, 0, len(items))
 	for _, it := range items {
@@ -179,7 +194,7 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item
 		if left, ok := remaining(ctx); ok && s.started > 0 && left < s.slowest+2*s.rtt {
 			break
 		}
-		settleBy := leaseEnd.Add(-2 * s.rtt)
+		settleBy := leaseEnd.Add(-j.leaseMargin(s))
 		if time.Until(settleBy) <= s.slowest {
 			break
 		}
@@ -194,6 +209,18 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item
 		outcomes = append(outcomes, queue.Outcome{Item: it, Result: result, Err: err})
 	}
 	return outcomes
+}
+
+// leaseMargin is how long before the lease ends a handler's context ends,
+// for the finish: three round trips, or a quarter of the lease (at most
+// RedisTimeout, which bounds each call anyway) if that is more. The round
+// trips so far are a poor guide to the next on a loaded machine, and an
+// item that needs the whole of a lease is rare. It is at most half the
+// lease: round trips that slow put any lease at risk, and a margin past
+// the lease would claim and release batches without starting an item.
+func (j *drainJob) leaseMargin(s *drainSlice) time.Duration {
+	lease := j.q.Config().Lease
+	return min(max(3*s.rtt, min(lease/4, j.cfg.RedisTimeout)), lease/2)
 }
 
 // call runs the handler on one item, turning a panic into the item's error.
@@ -215,10 +242,20 @@ func (j *drainJob) claim(ctx context.Context, n int) ([]queue.Item, error) {
 	return j.q.Claim(rctx, n)
 }
 
-// finish settles the outcomes and hands back the unstarted items. It
-// returns how many items were settled and how many released.
+// finish settles the outcomes and hands back the unstarted items, at once:
+// they touch different items, and both must reach Redis before the lease
+// ends, so one round trip should fit both. It returns how many items were
+// settled and how many released.
 func (j *drainJob) finish(ctx context.Context, outcomes []queue.Outcome, unstarted []queue.Item) (settled, released int, err error) {
 	var settleErr, releaseErr error
+	var releasing sync.WaitGroup
+	if len(unstarted) > 0 {
+		releasing.Go(func() {
+			rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+			defer cancel()
+			released, releaseErr = j.q.Release(rctx, unstarted...)
+		})
+	}
 	if len(outcomes) > 0 {
 		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
 		var st queue.Settled
@@ -231,11 +268,7 @@ func (j *drainJob) finish(ctx context.Context, outcomes []queue.Outcome, unstart
 				queue.ErrLeaseLost, len(st.Lost), len(outcomes))
 		}
 	}
-	if len(unstarted) > 0 {
-		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
-		released, releaseErr = j.q.Release(rctx, unstarted...)
-		cancel()
-	}
+	releasing.Wait()
 	return settled, released, errors.Join(settleErr, releaseErr)
 }
 

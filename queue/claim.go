@@ -56,8 +56,10 @@ func checkItem(it Item) error {
 
 // Claim leases up to n (at most [BatchMax]) items from the head of the
 // queue, in one atomic step: each moves from pending into the leases with
-// the deadline Redis time + Config.Lease. It returns fewer items, or none,
-// when fewer are pending.
+// the deadline Redis time + Config.Lease, the time rounded up to the ms so
+// that the lease never ends before the caller's clock, counting from when
+// it called Claim, says it does. It returns fewer items, or none, when
+// fewer are pending.
 //
 // Malformed entries met on the way do not fail the claim: an id without a
 // stored value is dead-lettered with that cause, and an id that is also

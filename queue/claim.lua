@@ -9,10 +9,14 @@
 -- per item}. An item's token is its attempt followed by that "-number";
 -- its attempts field holds the token while it is leased, and only the
 -- count otherwise.
+-- The deadline is TIME rounded up to the ms, plus the lease: rounded
+-- down, a lease could start up to 1ms before the script runs, and end
+-- before a client that counts it from when it sent the claim expects.
+-- (Tidy takes a lease once TIME reaches its deadline.)
 -- Malformed entries do not stop it: an id already leased, delayed, dead or
 -- met earlier in this call is a duplicate and is dropped (so is the empty
--- id, which names the pin); one without a value is dead-lettered. Their places are refilled once, so at most 2n
--- entries are looked at.
+-- id, which names the pin); one without a value is dead-lettered. Their
+-- places are refilled once, so at most 2n entries are looked at.
 -- Redis does not roll back a script that fails half-way (a key of the
 -- wrong type), so ids are only peeked at first and trimmed from pending
 -- last: a failure leaves them pending, never lost.
@@ -21,7 +25,7 @@
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local deadline = now + tonumber(ARGV[2])
+local deadline = t[1] * 1000 + math.ceil(t[2] / 1000) + tonumber(ARGV[2])
 if redis.call('LLEN', KEYS[1]) == 0 then
   return {deadline} -- an empty poll writes nothing
 end

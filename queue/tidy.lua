@@ -4,11 +4,14 @@
 -- KEYS[4]: dead (zset)     KEYS[5]: causes (hash)     KEYS[6]: ready (hash)
 -- KEYS[7]: results (hash)  KEYS[8]: expiring (list)
 -- ARGV[1]: max, at most BatchMax   ARGV[2]: max attempts
--- Returns how many leases it handled. An item past its last attempt is
--- dead-lettered; the others go to the tail of pending. Each is added to
--- its new place before it leaves the leases, so a failure (a key of the
--- wrong type) cannot lose it. Up to max expired results go too (Settle
--- drops them as well; Tidy catches up with a queue that acks little).
+-- Returns how many leases it handled. A lease has expired once TIME
+-- reaches its deadline: deadlines are whole ms (Claim rounds TIME up), so
+-- deadline <= TIME rounded down says just that, never earlier. An item
+-- past its last attempt is dead-lettered; the others go to the tail of
+-- pending. Each is added to its new place before it leaves the leases, so
+-- a failure (a key of the wrong type) cannot lose it. Up to max expired
+-- results go too (Settle drops them as well; Tidy catches up with a queue
+-- that acks little).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local max, maxAttempts = tonumber(ARGV[1]), tonumber(ARGV[2])
