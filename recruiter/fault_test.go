@@ -128,7 +128,14 @@ func TestFailingJobs(t *testing.T) {
 	b := setup(t, recruiter.Config{Inline: true, Prefix: "failing", NowFunc: clock.Now,
 		RandFunc: func() float64 { return roll.Load().(float64) }})
 	const budget = 40 * time.Millisecond
-	var budgetSeen, lateBy atomic.Int64
+	// Each run of the overrunning job: when the Enlist that ran it began,
+	// when the job began, its deadline, and when it saw its context end.
+	type overrun struct{ enlisted, began, deadline, done time.Time }
+	var (
+		mu       sync.Mutex
+		overruns []overrun
+		enlisted atomic.Value // time.Time: when this round's Enlist began
+	)
 	jobs := []struct {
 		job     recruiter.Job
 		roll    float64
@@ -138,10 +145,13 @@ func TestFailingJobs(t *testing.T) {
 			panic("boom")
 		}), 0.1, "slice panicked"},
 		{recruiter.Func("overruns", func(ctx context.Context) (recruiter.Report, error) {
-			deadline, _ := ctx.Deadline()
-			budgetSeen.Store(int64(time.Until(deadline)))
+			o := overrun{enlisted: enlisted.Load().(time.Time), began: time.Now()}
+			o.deadline, _ = ctx.Deadline()
 			<-ctx.Done()
-			lateBy.Store(int64(time.Since(deadline)))
+			o.done = time.Now()
+			mu.Lock()
+			overruns = append(overruns, o)
+			mu.Unlock()
 			time.Sleep(budget) // ignores its deadline: must count as a timeout
 			return recruiter.Report{Items: 2}, nil
 		}), 0.4, "slice timed out"},
@@ -156,6 +166,7 @@ func TestFailingJobs(t *testing.T) {
 	for round := range 2 {
 		for _, j := range jobs {
 			roll.Store(j.roll)
+			enlisted.Store(time.Now())
 			b.rec.Enlist(ctx) // must not panic
 			if v, err := b.rdb.Exists(ctx, "failing:lock:"+j.job.Name()).Result(); err != nil || v != 0 {
 				t.Fatalf("round %d: %s left its lock behind (%v)", round, j.job.Name(), err)
@@ -163,8 +174,26 @@ func TestFailingJobs(t *testing.T) {
 		}
 		clock.Advance(time.Second) // past the rest after each slice
 	}
-	if seen, late := time.Duration(budgetSeen.Load()), time.Duration(lateBy.Load()); seen > budget || seen < budget-10*time.Millisecond || late < 0 || late > 20*time.Millisecond {
-		t.Errorf("the overrunning job saw a deadline %v away that ended %v after it, want its budget %v and on time", seen, late, budget)
+	// The deadline is the budget from the slice's start: between the
+	// Enlist that ran it and the job's first line, whatever the scheduler
+	// did in between (a fixed window around the budget failed on a loaded
+	// machine). Its context ends at the deadline, not before, and not
+	// only once the job returns: the job waits for it before returning,
+	// so "on time" is bounded by a margin for the scheduler alone, a
+	// second, well short of anything but the deadline's own timer.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(overruns) != 2 {
+		t.Errorf("the overrunning job ran %d times, want 2", len(overruns))
+	}
+	for _, o := range overruns {
+		if o.deadline.Before(o.enlisted.Add(budget)) || o.deadline.After(o.began.Add(budget)) {
+			t.Errorf("the overrunning job's deadline is %v after its Enlist began and %v after the job began, want its budget %v from the slice's start",
+				o.deadline.Sub(o.enlisted), o.deadline.Sub(o.began), budget)
+		}
+		if late := o.done.Sub(o.deadline); late < 0 || late > time.Second {
+			t.Errorf("the overrunning job's context ended %v after its deadline, want at the deadline", late)
+		}
 	}
 	check := func(name string, got, want uint64) {
 		if got != want {
@@ -262,11 +291,14 @@ func TestIdleFallback(t *testing.T) {
 		return runs[0].Load() >= 2 && runs[1].Load() >= 2
 	})
 	// Over a window, each job runs about once per IdleFallback, not more.
+	// A loaded machine only delays the idle loop, so the upper bound holds
+	// however slow it is; the window of a second leaves the lower bound (a
+	// run at all) 950ms of scheduling delay.
 	var before [2]int32
 	for i := range runs {
 		before[i] = runs[i].Load()
 	}
-	const window = 500 * time.Millisecond
+	const window = time.Second
 	time.Sleep(window) // a span of time to count runs in, not a wait for an event
 	for i := range runs {
 		n := runs[i].Load() - before[i]
@@ -306,10 +338,15 @@ func TestIdleFallbackContinuesABacklog(t *testing.T) {
 // TestOverrunningSliceKeepsItsLock: a job that ignores its context past
 // its lock's TTL keeps the lock while it runs, so no other process starts
 // the job beside it.
+//
+// The budget sets the slack of the lock's first extension: it is sent
+// halfway between the budget and the lock's expiry, so it has a quarter
+// of the budget (at least 125ms) to reach Redis. A budget of 2s gives it
+// 500ms; with 10ms, one late timer on a loaded machine let the lock lapse.
 func TestOverrunningSliceKeepsItsLock(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	const budget = 10 * time.Millisecond
+	const budget = 2 * time.Second
 	// Past the lock's TTL, short of twice it (hung: see
 	// TestHungJobFreesItsSlotAndHoldsItsJob).
 	overrun := recruiter.LockTTL(budget) * 3 / 2
