@@ -24,12 +24,17 @@ const (
 	outageSlots     = 2 // MaxConcurrent
 	outageInterval  = 20 * time.Millisecond
 	keptItems       = 100
+	// outageRedisTimeout is the recruiters' RedisTimeout: a request that
+	// waited out one Redis call would take that long.
+	outageRedisTimeout = 2 * time.Second
 	// latencyBound is the p99 a request must stay under while Redis is
 	// down or slow: many times a loopback request's (about 10ms with -race
-	// on a loaded machine), half this test's RedisTimeout and a quarter of
-	// the slow test's delay, so that a request that had waited on Redis
-	// would exceed it, and generous enough for a loaded CI machine.
-	latencyBound = 250 * time.Millisecond
+	// on a loaded machine), under half this test's RedisTimeout and the
+	// slow test's delay, so that a request that had waited on Redis would
+	// exceed it, and generous enough for a loaded CI machine: at 250ms, a
+	// stall of ~275ms that held all three stacks' requests at once (the
+	// process, not Redis) failed it on a busy 2-core machine.
+	latencyBound = 750 * time.Millisecond
 )
 
 // outageStack is one stack of the outage test with its own recruiter,
@@ -76,7 +81,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 		rdb, s.dials = countedClient(t, srv, srv.Addr())
 		s.rec = newRecruiter(t, rdb, recruiter.Config{
 			BreakerCooldown: outageCooldown, BreakerThreshold: outageThreshold, MaxConcurrent: outageSlots,
-			Prefix: s.prefix, RedisTimeout: 500 * time.Millisecond, Logger: newLogger(s.logs),
+			Prefix: s.prefix, RedisTimeout: outageRedisTimeout, Logger: newLogger(s.logs),
 		})
 		mustRegister(t, s.rec, recruiter.Func("tick", func(ctx context.Context) (recruiter.Report, error) {
 			if err := rdb.Incr(ctx, s.ticks).Err(); err != nil {
