@@ -111,6 +111,10 @@ func (c *Cluster) clientOptions() *redis.ClusterOptions {
 	}
 }
 
+// Options returns a fresh copy of the options of [Cluster.Client], for a
+// client that needs more settings (an ACL user's, DisableIdentity).
+func (c *Cluster) Options() *redis.ClusterOptions { return c.clientOptions() }
+
 // Client returns a new ClusterClient for c, closed in t.Cleanup.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	cc := redis.NewClusterClient(c.clientOptions())

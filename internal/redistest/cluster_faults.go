@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,14 +20,7 @@ import (
 // node comes back with its id, its slots and its keys.
 func StartClusterWithArgs(t testing.TB, extraArgs ...string) *Cluster {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		hint := ""
-		if os.Getenv("REDIS_URL") != "" {
-			hint = " (REDIS_URL cannot be used for a cluster)"
-		}
-		t.Fatalf("redistest: a cluster needs a local redis-server binary%s; %s", hint, installHint)
-	}
+	bin := localBinary(t, "StartCluster")
 	c := &Cluster{}
 	for range slotRanges {
 		c.nodes = append(c.nodes, startLocal(t, bin, true, extraArgs))

@@ -16,12 +16,19 @@
 // StartCluster starts three masters with all 16384 slots assigned and
 // waits until the cluster is usable from a redis.ClusterClient.
 //
-// The redis-server binary is looked up on PATH. If it is missing the test
-// fails (never skips) with install instructions, unless REDIS_URL is set: then
-// Start returns a Server backed by that external instance and the fault
-// injection methods and StartCluster fail the test. Tests sharing a REDIS_URL
-// instance must use unique key prefixes, since they no longer get a private
-// data set (and must not FLUSHALL).
+// The redis-server binary is $REDIS_SERVER when set (a path, or a name on
+// PATH), else redis-server on PATH. Start, StartCluster and StartTLS all
+// run it, so `REDIS_SERVER=/opt/valkey/bin/valkey-server go test ./...`
+// runs the suite against another server; a REDIS_SERVER that is not an
+// executable redis-server fails every test that starts one, naming the
+// variable. The first server started logs its version (seen with -v).
+//
+// Without a binary the test fails (never skips) with install instructions,
+// unless REDIS_URL is set: then Start returns a Server backed by that
+// external instance and the fault injection methods and StartCluster fail
+// the test. Tests sharing a REDIS_URL instance must use unique key
+// prefixes, since they no longer get a private data set (and must not
+// FLUSHALL).
 //
 // Signals make this package Unix-only.
 package redistest

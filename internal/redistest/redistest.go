@@ -61,18 +61,16 @@ type Server struct {
 // t.Cleanup. extraArgs are appended to the command line ("--maxmemory", "1mb").
 func Start(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if u := os.Getenv("REDIS_URL"); u != "" {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		if _, err := serverBinary(); errors.Is(err, errNoServer) {
 			opts, err := redis.ParseURL(u)
 			if err != nil {
 				t.Fatalf("redistest: parse REDIS_URL: %v", err)
 			}
 			return &Server{t: t, url: u, opts: opts}
 		}
-		t.Fatalf("redistest: redis-server not found on PATH; %s, or set REDIS_URL", installHint)
 	}
-	return startLocal(t, bin, false, extraArgs)
+	return startLocal(t, localBinary(t, "Start"), false, extraArgs)
 }
 
 func startLocal(t testing.TB, bin string, cluster bool, extraArgs []string) *Server {
@@ -105,7 +103,7 @@ func startLocal(t testing.TB, bin string, cluster bool, extraArgs []string) *Ser
 		}
 	}
 	if err != nil {
-		t.Fatalf("redistest: start redis-server: %v\n%s", err, s.logTail())
+		t.Fatalf("redistest: start %s: %v\n%s", bin, err, s.logTail())
 	}
 	return s
 }
@@ -148,6 +146,10 @@ func (s *Server) clientOptions() *redis.Options {
 	o.ContextTimeoutEnabled = true
 	return &o
 }
+
+// Options returns a fresh copy of the options of [Server.Client], for a
+// client that needs more settings (an ACL user's, DisableIdentity).
+func (s *Server) Options() *redis.Options { return s.clientOptions() }
 
 // Client returns a new client for s (no retries, short timeouts, ctx
 // deadlines honoured), closed in t.Cleanup.

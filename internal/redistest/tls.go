@@ -43,13 +43,11 @@ type TLSServer struct {
 // The server is not a [Server]: Kill, Restart and the like are not offered.
 func StartTLS(t testing.TB) *TLSServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redistest: StartTLS needs a local redis-server binary built with TLS; %s", installHint)
-	}
+	bin := localBinary(t, "StartTLS")
 	s := &TLSServer{dir: t.TempDir()}
 	certFile, keyFile := s.writeCerts(t)
 	t.Cleanup(s.stop)
+	var err error
 	for range startAttempts {
 		port := freePorts(t, 1)[0]
 		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -70,7 +68,7 @@ func StartTLS(t testing.TB) *TLSServer {
 	}
 	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 	stderr, _ := os.ReadFile(filepath.Join(s.dir, "stderr.log"))
-	t.Fatalf("redistest: start TLS redis-server (is it built with TLS? `redis-server --tls-port 1 --version`): %v\n%s\n%s", err, log, stderr)
+	t.Fatalf("redistest: start TLS redis-server %s (is it built with TLS? `%s --tls-port 1 --version`): %v\n%s\n%s", bin, bin, err, log, stderr)
 	return nil
 }
 
