@@ -17,6 +17,14 @@
 //     the permissions below, and ACL LOG stays empty; keys outside its
 //     patterns, undeclared keys in scripts, and commands outside its list
 //     are refused and logged.
+//   - TestLeastPrivilegeACLUserOnCluster: the same application on a
+//     3-master cluster, through a redis.ClusterClient of the ACL user,
+//     which also follows an ASK redirect of a slot migration; ACL LOG
+//     stays empty on every master.
+//   - TestACLUserClientIdentity: the ACL user's client needs
+//     DisableIdentity: with go-redis's defaults, each connection's CLIENT
+//     SETINFO is refused and logged on Redis 7.2+ and Valkey; with it,
+//     connecting logs nothing.
 //   - TestACLCoversEveryScript: every command that a Lua script of queue,
 //     jobs or recruiter (or bsm/redislock) calls is granted, and nothing
 //     else is, so the list cannot fall behind the scripts.
@@ -45,15 +53,20 @@
 //	  +hget +hmget +hset +hdel +hexists
 //	  +lpush +rpush +lindex +llen +lrange +ltrim
 //	  +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore
+//	  +command +cluster|slots +asking
 //
-// Why each is needed is in the README (ACL permissions). Redis checks a script's commands and
-// keys against the user that runs it, so the commands inside worksteal's
-// Lua scripts are granted as well as EVALSHA and EVAL.
+// and its client sets DisableIdentity: true (go-redis would otherwise
+// send CLIENT SETINFO, which the grant cannot name on Redis 7.0).
+//
+// Why each is needed is in the README (ACL permissions). Redis checks a
+// script's commands and keys against the user that runs it, so the
+// commands inside worksteal's Lua scripts are granted as well as EVALSHA
+// and EVAL.
 //
 // # Running
 //
 //	go test -race -count=1 ./test/security/
 //
-// Needs redis-server on PATH, built with TLS (Debian's is):
-// `sudo apt-get install -y redis-server`.
+// Needs redis-server on PATH (or REDIS_SERVER), built with TLS (Debian's
+// is): `sudo apt-get install -y redis-server`.
 package security
