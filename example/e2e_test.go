@@ -24,6 +24,7 @@ import (
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // TestExampleEndToEnd runs the built example as a process, drives each of
@@ -218,7 +219,7 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 	}
 	eventually(t, "every job did its work", func(context.Context) error {
 		_, body := httpDo(t, client, http.MethodGet, "http://"+adminAddr+"/debug/worksteal?format=json", "")
-		doc, err := dashboard(body)
+		doc, err := decodeDashboard(body)
 		if err != nil {
 			return err
 		}
@@ -256,9 +257,9 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 	}
 }
 
-// dashboard decodes the dashboard's JSON.
-func dashboard(body []byte) (telemetry.DashboardDocument, error) {
-	var doc telemetry.DashboardDocument
+// decodeDashboard decodes the dashboard's JSON.
+func decodeDashboard(body []byte) (dashboard.Document, error) {
+	var doc dashboard.Document
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return doc, fmt.Errorf("dashboard JSON: %v: %s", err, body)
 	}
@@ -267,7 +268,7 @@ func dashboard(body []byte) (telemetry.DashboardDocument, error) {
 
 // checkGauges says whether the dashboard's latest sample has read both
 // gauges, and whether its recent recruitments carry trace ids.
-func checkGauges(doc telemetry.DashboardDocument) error {
+func checkGauges(doc dashboard.Document) error {
 	if strings.Join(doc.Gauges, ",") != "queue depth,sessions" {
 		return fmt.Errorf("gauges %v, want queue depth and sessions", doc.Gauges)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // listeners are the three stacks' ports and the admin port, bound before
@@ -57,7 +57,7 @@ func (l *listeners) close() {
 type servers struct {
 	http, echo, admin *http.Server
 	grpc              *grpc.Server
-	dashboard         *telemetry.Dashboard
+	dashboard         *dashboard.Dashboard
 	failed            chan error // the first server that stopped on its own
 }
 
@@ -82,18 +82,18 @@ func newHTTPServer(h http.Handler, errLog *log.Logger) *http.Server {
 
 // serve starts the three stacks and the admin server on lns.
 func (a *app) serve(lns *listeners, tel *otelSetup, logger *slog.Logger, traceURL string) (*servers, error) {
-	opts := []telemetry.DashboardOption{
-		telemetry.WithTitle("worksteal example: catalog, orders, sessions"),
-		telemetry.WithGauge("queue depth", a.queueDepth),
-		telemetry.WithGauge("sessions", func(ctx context.Context) (float64, error) {
+	opts := []dashboard.Option{
+		dashboard.WithTitle("worksteal example: catalog, orders, sessions"),
+		dashboard.WithGauge("queue depth", a.queueDepth),
+		dashboard.WithGauge("sessions", func(ctx context.Context) (float64, error) {
 			stored, _, err := a.sessionCounts(ctx)
 			return float64(stored), err
 		}),
 	}
 	if traceURL != "" {
-		opts = append(opts, telemetry.WithTraceURL(traceURL))
+		opts = append(opts, dashboard.WithTraceURL(traceURL))
 	}
-	dashboard, err := telemetry.NewDashboard(a.rec, opts...)
+	dash, err := dashboard.New(a.rec, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +101,9 @@ func (a *app) serve(lns *listeners, tel *otelSetup, logger *slog.Logger, traceUR
 	s := &servers{
 		http:      newHTTPServer(a.httpRoutes(tel), errLog),
 		echo:      newHTTPServer(a.echoRoutes(tel), errLog),
-		admin:     newHTTPServer(adminRoutes(tel, dashboard), errLog),
+		admin:     newHTTPServer(adminRoutes(tel, dash), errLog),
 		grpc:      a.grpcServer(tel),
-		dashboard: dashboard,
+		dashboard: dash,
 		failed:    make(chan error, 4),
 	}
 	serve := func(stack string, f func() error) {

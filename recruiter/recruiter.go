@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/names"
-	"github.com/worksteal/worksteal/telemetry"
 )
 
 // Recruiter holds jobs and recruits workers for their slices. It is safe
@@ -24,7 +23,7 @@ type Recruiter struct {
 	now     func() time.Time // cfg.NowFunc, or a cheaper reading of the monotonic clock
 	rdb     redis.UniversalClient
 	locker  *redislock.Client
-	tel     *telemetry.Telemetry
+	tel     *instruments
 	breaker breaker
 
 	jobs     atomic.Pointer[roster] // read without a lock on every draw
@@ -62,7 +61,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		cfg:     cfg,
 		rdb:     rdb,
 		locker:  redislock.New(rdb),
-		tel:     telemetry.New(telemetry.WithTracerProvider(cfg.TracerProvider), telemetry.WithMeterProvider(cfg.MeterProvider)),
+		tel:     newInstruments(cfg.TracerProvider, cfg.MeterProvider),
 		breaker: breaker{threshold: int32(cfg.BreakerThreshold), cooldown: cfg.BreakerCooldown},
 		stop:    make(chan struct{}),
 		drained: make(chan struct{}),

@@ -12,8 +12,6 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/worksteal/worksteal/telemetry"
 )
 
 // The probe is read-only, but Run rather than RunRO: EVALSHA_RO needs
@@ -36,9 +34,9 @@ const cooldownValue = "cooldown"
 // It runs on context.WithoutCancel(enlisting): the request may end first.
 // It reports whether the slice was left hung, its job still taken.
 func (r *Recruiter) runSlice(enlisting context.Context, e *entry) (hung bool) {
-	ctx, span := r.tel.Start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
+	ctx, span := r.tel.start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
 	res, hung := r.recruit(ctx, e)
-	r.tel.End(ctx, span, e.name, res)
+	r.tel.end(ctx, span, e.name, res)
 	e.stats.record(res, r.now())
 	return hung
 }
@@ -47,7 +45,7 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry) (hung bool) {
 // its lock's TTL, when its budget and every margin are long spent.
 func hungAfter(e *entry) time.Duration { return 2 * e.lockTTL }
 
-func (r *Recruiter) recruit(ctx context.Context, e *entry) (res telemetry.Result, hung bool) {
+func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung bool) {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	lock, err := r.locker.Obtain(lctx, e.key, e.lockTTL, nil)
 	cancel()
@@ -58,14 +56,14 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res telemetry.Result
 	case err != nil:
 		err = fmt.Errorf("recruiter: obtain lock %s: %w", e.key, err)
 		r.redisFailed(ctx, e, err)
-		return telemetry.Result{Outcome: telemetry.OutcomeError, Err: err}, false
+		return result{Outcome: OutcomeError, Err: err}, false
 	}
 	r.breaker.succeed()
 	stopGuard := r.guardLock(ctx, e, lock)
 	// The job runs on a goroutine of its own so that a job that never
 	// returns costs its process one goroutine, not a slot (and, inline, not
 	// the request).
-	ran := make(chan telemetry.Result, 1)
+	ran := make(chan result, 1)
 	go func() { ran <- r.runJob(ctx, e) }()
 	timer := time.NewTimer(hungAfter(e))
 	defer timer.Stop()
@@ -92,7 +90,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res telemetry.Result
 		r.hanging.Add(-1)
 		e.running.Store(false)
 	}()
-	return telemetry.Result{Outcome: telemetry.OutcomeHung, Ran: true, Duration: hungAfter(e), Err: err}, true
+	return result{Outcome: OutcomeHung, Ran: true, Duration: hungAfter(e), Err: err}, true
 }
 
 // guardLock keeps the lock of a slice that runs past its budget and margin
@@ -145,7 +143,7 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Loc
 
 // skip learns why the lock was held and until when, and cools off locally
 // until then, so this process asks Redis again only when it could succeed.
-func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
+func (r *Recruiter) skip(ctx context.Context, e *entry) result {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
@@ -156,7 +154,7 @@ func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 	if err != nil {
 		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.key, err))
 		e.coolOff(now.Add(e.lockTTL))
-		return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
+		return result{Outcome: OutcomeSkippedLocked}
 	}
 	r.breaker.succeed()
 	// A TTL past EveryMax is an operator's pause, not a slice or a
@@ -181,9 +179,9 @@ func (r *Recruiter) skip(ctx context.Context, e *entry) telemetry.Result {
 	}
 	e.coolOff(now.Add(wait))
 	if state == 2 {
-		return telemetry.Result{Outcome: telemetry.OutcomeSkippedCooldown}
+		return result{Outcome: OutcomeSkippedCooldown}
 	}
-	return telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked}
+	return result{Outcome: OutcomeSkippedLocked}
 }
 
 // panicError carries a recovered panic and its stack.
@@ -210,33 +208,33 @@ func overrunGrace(budget time.Duration) time.Duration {
 }
 
 // runJob runs one slice under the budget and classifies its outcome.
-func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
+func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.Budget)
 	defer cancel()
 	began := time.Now()
 	report, err := callJob(sctx, e.job)
-	res := telemetry.Result{Ran: true, Items: report.Items, More: report.More, Duration: time.Since(began), Err: err}
+	res := result{Ran: true, Items: report.Items, More: report.More, Duration: time.Since(began), Err: err}
 	budgetSpent := sctx.Err() != nil // a job's own shorter deadline is not its budget's
 
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("elapsed", res.Duration))
 	var pe *panicError
 	switch {
 	case errors.As(err, &pe):
-		res.Outcome = telemetry.OutcomePanic
+		res.Outcome = OutcomePanic
 		log.ErrorContext(ctx, "worksteal: slice panicked", slog.Any("panic", pe.value), slog.String("stack", string(pe.stack)))
 	// An error once the budget is spent is the budget's doing, whatever its
 	// type (a Redis call cut by the deadline reports an i/o timeout).
 	case budgetSpent && err != nil || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
-		res.Outcome = telemetry.OutcomeTimeout
+		res.Outcome = OutcomeTimeout
 		if err == nil {
 			res.Err = fmt.Errorf("recruiter: job %s overran its budget of %v", e.name, e.cfg.Budget)
 		}
 		log.WarnContext(ctx, "worksteal: slice timed out", slog.Duration("budget", e.cfg.Budget), slog.Any("error", res.Err))
 	case err != nil:
-		res.Outcome = telemetry.OutcomeError
+		res.Outcome = OutcomeError
 		log.ErrorContext(ctx, "worksteal: slice failed", slog.Any("error", err))
 	default:
-		res.Outcome = telemetry.OutcomeRan
+		res.Outcome = OutcomeRan
 	}
 	return res
 }
@@ -245,8 +243,8 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) telemetry.Result {
 // backlog, kept as the cluster-wide cooldown when the job has Every, else
 // released, with this process resting the job for one budget so that an
 // idle job cannot turn request traffic into Redis traffic.
-func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, res telemetry.Result) {
-	e.backlog.Store(res.Outcome == telemetry.OutcomeRan && res.More)
+func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, res result) {
+	e.backlog.Store(res.Outcome == OutcomeRan && res.More)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
@@ -254,7 +252,7 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, 
 
 	var err error
 	switch {
-	case res.Outcome == telemetry.OutcomeRan && res.More:
+	case res.Outcome == OutcomeRan && res.More:
 		err = lock.Release(fctx)
 	case remaining > time.Millisecond:
 		e.coolOff(now.Add(remaining))

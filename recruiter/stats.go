@@ -5,17 +5,71 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/worksteal/worksteal/telemetry"
 )
 
-// Stats is a snapshot of a recruiter's counters since [New] and of its
-// latest recruitments; see [telemetry.Stats].
-type Stats = telemetry.Stats
+// Stats is a snapshot of a recruiter's counters since [New], and of its
+// most recent recruitments.
+type Stats struct {
+	BreakerOpen bool          // recruitment is keeping away from Redis
+	Hanging     int           // hung slices that have not returned yet; they hold their jobs, not slots
+	Misuses     uint64        // calls refused as programming errors (a nil context), logged once
+	InFlight    int           // slices running now
+	Jobs        []JobStats    // in registration order
+	Recent      []Recruitment // the latest recruitments, newest first
+}
 
-// JobStats counts one job's draws and their outcomes in this process; see
-// [telemetry.JobStats].
-type JobStats = telemetry.JobStats
+// JobStats counts one job's draws and their outcomes in this process.
+// Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
+// Errors, Timeouts, Panics or Hung. Drawn counts the rolls that picked the job;
+// SkippedGate those of them (and of the idle fallback's attempts) that
+// never reached Redis: cooling off locally, a slice of the job already
+// running here, breaker open, no free slot, shut down. Drawn requests that
+// were not fast exits, or that a middleware filter excluded, have no
+// outcome; idle-fallback slices have an outcome but no draw.
+type JobStats struct {
+	Name   string
+	Rate   float64
+	Budget time.Duration
+	Every  time.Duration
+
+	Drawn           uint64
+	Ran             uint64
+	SkippedLocked   uint64
+	SkippedCooldown uint64
+	SkippedGate     uint64
+	Errors          uint64
+	Timeouts        uint64
+	Panics          uint64
+	Hung            uint64
+
+	Slices   uint64    // slices whose Run was called, whatever their outcome
+	Items    uint64    // Report.Items summed
+	LastRun  time.Time // end of the last slice; zero if none
+	SliceP50 time.Duration
+	SliceP99 time.Duration
+	SliceMax time.Duration // over the last slices (up to 128)
+}
+
+// Skipped counts the draws that did not run a slice because the job was
+// busy or resting: locked elsewhere, in its cooldown, or gated locally.
+// For a job with Every, most of these are expected.
+func (js JobStats) Skipped() uint64 { return js.SkippedLocked + js.SkippedCooldown + js.SkippedGate }
+
+// Failed counts the recruitments that ended badly: errors, timeouts,
+// panics, hung slices.
+func (js JobStats) Failed() uint64 { return js.Errors + js.Timeouts + js.Panics + js.Hung }
+
+// Recruitment is one recruitment as the recruiter recorded it.
+type Recruitment struct {
+	End      time.Time
+	Job      string
+	Outcome  Outcome
+	Items    int
+	More     bool
+	Duration time.Duration // of the job's Run; zero if it did not run
+	TraceID  string        // of the recruitment span; empty without a recording tracer
+	Error    string        // the cause of an error, timeout or panic
+}
 
 // Stats returns the recruiter's counters.
 func (r *Recruiter) Stats() Stats {
@@ -26,7 +80,7 @@ func (r *Recruiter) Stats() Stats {
 		Hanging:     int(r.hanging.Load()),
 		Misuses:     r.misuses.Load(),
 		Jobs:        make([]JobStats, 0, len(jobs.entries)),
-		Recent:      r.tel.Recent(),
+		Recent:      r.tel.recent.list(),
 	}
 	for _, e := range jobs.entries {
 		s.Jobs = append(s.Jobs, e.stats.snapshot(e))
@@ -48,21 +102,21 @@ type jobStats struct {
 	durations                           durationRing
 }
 
-func (s *jobStats) record(res telemetry.Result, now time.Time) {
+func (s *jobStats) record(res result, now time.Time) {
 	switch res.Outcome {
-	case telemetry.OutcomeRan:
+	case OutcomeRan:
 		s.ran.Add(1)
-	case telemetry.OutcomeSkippedLocked:
+	case OutcomeSkippedLocked:
 		s.skippedLocked.Add(1)
-	case telemetry.OutcomeSkippedCooldown:
+	case OutcomeSkippedCooldown:
 		s.skippedCooldown.Add(1)
-	case telemetry.OutcomeError:
+	case OutcomeError:
 		s.errors.Add(1)
-	case telemetry.OutcomeTimeout:
+	case OutcomeTimeout:
 		s.timeouts.Add(1)
-	case telemetry.OutcomePanic:
+	case OutcomePanic:
 		s.panics.Add(1)
-	case telemetry.OutcomeHung:
+	case OutcomeHung:
 		s.hung.Add(1)
 	}
 	if res.Ran {

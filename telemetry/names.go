@@ -28,16 +28,13 @@ const (
 	MetricItems         = "worksteal.items"
 )
 
-// Outcome is how a recruitment ended; it is the value of [AttrOutcome].
-type Outcome string
-
-// The outcomes of a recruitment.
+// The outcomes of a recruitment: the values of [AttrOutcome].
 const (
-	OutcomeRan             Outcome = "ran"              // the slice ran and returned without error
-	OutcomeSkippedLocked   Outcome = "skipped_locked"   // another node holds the job's lock
-	OutcomeSkippedCooldown Outcome = "skipped_cooldown" // the job ran within its Every, somewhere
-	OutcomeError           Outcome = "error"            // the slice (or the lock) returned an error
-	OutcomeTimeout         Outcome = "timeout"          // the slice ran past its budget
-	OutcomePanic           Outcome = "panic"            // the slice panicked; recovered
-	OutcomeHung            Outcome = "hung"             // the slice outlived twice its lock's TTL: slot freed, job held until it returns
+	OutcomeRan             = "ran"              // the slice ran and returned without error
+	OutcomeSkippedLocked   = "skipped_locked"   // another node holds the job's lock
+	OutcomeSkippedCooldown = "skipped_cooldown" // the job ran within its Every, somewhere
+	OutcomeError           = "error"            // the slice (or the lock) returned an error
+	OutcomeTimeout         = "timeout"          // the slice ran past its budget
+	OutcomePanic           = "panic"            // the slice panicked; recovered
+	OutcomeHung            = "hung"             // the slice outlived twice its lock's TTL: slot freed, job held until it returns
 )

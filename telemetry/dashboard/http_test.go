@@ -1,4 +1,4 @@
-package telemetry_test
+package dashboard_test
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 const traceA = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -21,9 +22,9 @@ const traceA = "4bf92f3577b34da6a3ce929d0e0e4736"
 // kind, one of whose errors holds markup.
 func busySource(now time.Time) *fakeSource {
 	last := now.Add(-3 * time.Second)
-	return &fakeSource{stats: telemetry.Stats{
+	return &fakeSource{stats: recruiter.Stats{
 		InFlight: 2,
-		Jobs: []telemetry.JobStats{{
+		Jobs: []recruiter.JobStats{{
 			Name: "tidy-stale", Rate: 0.05, Budget: 50 * time.Millisecond, Every: 10 * time.Second,
 			Drawn: 1234, Ran: 321, SkippedLocked: 7, SkippedCooldown: 800, SkippedGate: 90,
 			Errors: 4, Timeouts: 2, Panics: 1, Slices: 328, Items: 98765,
@@ -31,12 +32,12 @@ func busySource(now time.Time) *fakeSource {
 		}, {
 			Name: "drain", Rate: 0.5, Budget: 200 * time.Millisecond, Drawn: 17, Ran: 17, Slices: 17, Items: 170,
 		}},
-		Recent: []telemetry.Recruitment{
-			{End: last, Job: "tidy-stale", Outcome: telemetry.OutcomeRan, Items: 25, More: true, Duration: 12 * time.Millisecond, TraceID: traceA},
-			{End: last.Add(-time.Second), Job: "tidy-stale", Outcome: telemetry.OutcomeError, Duration: time.Millisecond,
+		Recent: []recruiter.Recruitment{
+			{End: last, Job: "tidy-stale", Outcome: recruiter.OutcomeRan, Items: 25, More: true, Duration: 12 * time.Millisecond, TraceID: traceA},
+			{End: last.Add(-time.Second), Job: "tidy-stale", Outcome: recruiter.OutcomeError, Duration: time.Millisecond,
 				Error: `queue: bad value <script>alert("x")</script>`},
-			{End: last.Add(-2 * time.Second), Job: "drain", Outcome: telemetry.OutcomeSkippedCooldown},
-			{End: last.Add(-3 * time.Second), Job: "drain", Outcome: telemetry.OutcomeTimeout, Duration: 210 * time.Millisecond, Error: "context deadline exceeded"},
+			{End: last.Add(-2 * time.Second), Job: "drain", Outcome: recruiter.OutcomeSkippedCooldown},
+			{End: last.Add(-3 * time.Second), Job: "drain", Outcome: recruiter.OutcomeTimeout, Duration: 210 * time.Millisecond, Error: "context deadline exceeded"},
 		},
 	}}
 }
@@ -59,8 +60,8 @@ func TestDashboardJSONDocument(t *testing.T) {
 	t.Parallel()
 	src := busySource(time.Now())
 	depth := 0.0
-	d := manual(t, src, telemetry.WithTitle("catalog"), telemetry.WithTraceURL("http://jaeger:16686/trace/%s"),
-		telemetry.WithGauge("queue depth", func(context.Context) (float64, error) { depth += 5; return depth, nil }))
+	d := manual(t, src, dashboard.WithTitle("catalog"), dashboard.WithTraceURL("http://jaeger:16686/trace/%s"),
+		dashboard.WithGauge("queue depth", func(context.Context) (float64, error) { depth += 5; return depth, nil }))
 	d.SampleAt(t0)
 	src.mu.Lock()
 	src.stats.Jobs[1].Items = 270
@@ -80,7 +81,7 @@ func TestDashboardJSONDocument(t *testing.T) {
 		j.SliceP50MS != 1.5 || j.SliceP99MS != 42 || j.SliceMaxMS != 48 {
 		t.Errorf("job 0 = %+v", j)
 	}
-	if j.Skipped != (telemetry.DashboardSkipped{Total: 897, Locked: 7, Cooldown: 800, Gate: 90}) {
+	if j.Skipped != (dashboard.DocumentSkipped{Total: 897, Locked: 7, Cooldown: 800, Gate: 90}) {
 		t.Errorf("skipped = %+v", j.Skipped)
 	}
 	if j.LastRun == nil || !j.LastRun.Equal(src.stats.Jobs[0].LastRun.Truncate(0)) {
@@ -96,11 +97,11 @@ func TestDashboardJSONDocument(t *testing.T) {
 		t.Fatalf("%d recent, want 4", len(doc.Recent))
 	}
 	r := doc.Recent[0]
-	if r.Job != "tidy-stale" || r.Outcome != telemetry.OutcomeRan || r.Items != 25 || !r.More || r.DurationMS != 12 ||
+	if r.Job != "tidy-stale" || r.Outcome != recruiter.OutcomeRan || r.Items != 25 || !r.More || r.DurationMS != 12 ||
 		r.TraceID != traceA || r.TraceURL != "http://jaeger:16686/trace/"+traceA {
 		t.Errorf("recent 0 = %+v", r)
 	}
-	if e := doc.Recent[1]; e.Outcome != telemetry.OutcomeError || !strings.Contains(e.Error, "<script>") || e.TraceURL != "" {
+	if e := doc.Recent[1]; e.Outcome != recruiter.OutcomeError || !strings.Contains(e.Error, "<script>") || e.TraceURL != "" {
 		t.Errorf("recent 1 = %+v", e)
 	}
 
@@ -153,7 +154,7 @@ func TestDashboardMethods(t *testing.T) {
 func TestDashboardHTML(t *testing.T) {
 	t.Parallel()
 	src := busySource(t0.Add(3 * time.Second))
-	d := manual(t, src, telemetry.WithTitle("catalog <prod>"), telemetry.WithTraceURL("http://jaeger:16686/trace/%s"))
+	d := manual(t, src, dashboard.WithTitle("catalog <prod>"), dashboard.WithTraceURL("http://jaeger:16686/trace/%s"))
 	d.SetClock(func() time.Time { return t0.Add(3 * time.Second) })
 	for i, items := range []uint64{170, 180, 200, 240} { // drain: 10, 20, then 40 items/s
 		src.setItems("drain", items)
@@ -243,7 +244,7 @@ func TestDashboardSecurityHeaders(t *testing.T) {
 		t.Fatalf("%d scripts and %d styles, want one each", len(script), len(style))
 	}
 	for _, want := range []string{
-		"default-src 'none'", "script-src " + telemetry.CSPHash(script[0][1]), "style-src " + telemetry.CSPHash(style[0][1]),
+		"default-src 'none'", "script-src " + dashboard.CSPHash(script[0][1]), "style-src " + dashboard.CSPHash(style[0][1]),
 		"connect-src 'self'", "frame-ancestors 'none'",
 	} {
 		if !strings.Contains(csp, want) {
@@ -327,7 +328,7 @@ func abs(v float64) float64 { return max(v, -v) }
 
 func TestDashboardEmpty(t *testing.T) {
 	t.Parallel()
-	d := manual(t, &fakeSource{stats: telemetry.Stats{BreakerOpen: true}})
+	d := manual(t, &fakeSource{stats: recruiter.Stats{BreakerOpen: true}})
 	rec := get(t, d, http.MethodGet, "/")
 	page := rec.Body.String()
 	for _, want := range []string{"No job is registered yet.", "Waiting for samples…", "No recruitment yet", "breaker open", `data-samples="0"`} {

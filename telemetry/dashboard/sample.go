@@ -1,4 +1,4 @@
-package telemetry
+package dashboard
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/worksteal/worksteal/recruiter"
 )
 
 // sample is one point of the dashboard's chart. Its job names are shared
@@ -57,7 +59,7 @@ func (d *Dashboard) sampleAt(now time.Time) {
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !slices.EqualFunc(d.jobs, stats.Jobs, func(name string, js JobStats) bool { return name == js.Name }) {
+	if !slices.EqualFunc(d.jobs, stats.Jobs, func(name string, js recruiter.JobStats) bool { return name == js.Name }) {
 		d.jobs = make([]string, len(stats.Jobs))
 		for i, js := range stats.Jobs {
 			d.jobs[i] = js.Name
@@ -95,14 +97,14 @@ func (d *Dashboard) sampleAt(now time.Time) {
 
 // readGauges reads every gauge at once, each on its own goroutine, and
 // waits for them until a shared deadline: the sample interval, at most
-// DashboardGaugeTimeoutMax. A gauge whose previous read has not returned
+// gaugeTimeoutMax. A gauge whose previous read has not returned
 // is not read again (a gap), so a read that ignores its context pins one
 // goroutine, not one per sample.
 func (d *Dashboard) readGauges() []gaugeValue {
 	if len(d.cfg.gauges) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, min(d.cfg.every, DashboardGaugeTimeoutMax))
+	ctx, cancel := context.WithTimeout(d.ctx, min(d.cfg.every, gaugeTimeoutMax))
 	defer cancel()
 	answers := make([]chan gaugeValue, len(d.cfg.gauges))
 	for i, g := range d.cfg.gauges {
@@ -134,7 +136,7 @@ func (d *Dashboard) readGauges() []gaugeValue {
 }
 
 // stats returns the source's stats, or an error if Stats panicked.
-func (d *Dashboard) stats() (stats Stats, err error) {
+func (d *Dashboard) stats() (stats recruiter.Stats, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("telemetry: the dashboard's source panicked: %v", p)

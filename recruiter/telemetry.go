@@ -1,4 +1,4 @@
-package telemetry
+package recruiter
 
 import (
 	"context"
@@ -12,41 +12,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/worksteal/worksteal/telemetry"
 )
 
-// Option configures [New].
-type Option interface{ apply(*config) }
-
-type config struct {
-	tracerProvider trace.TracerProvider
-	meterProvider  metric.MeterProvider
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
-
-// WithTracerProvider sets the provider of the tracer; nil keeps the otel global.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) {
-		if tp != nil {
-			c.tracerProvider = tp
-		}
-	})
-}
-
-// WithMeterProvider sets the provider of the meter; nil keeps the otel global.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) {
-		if mp != nil {
-			c.meterProvider = mp
-		}
-	})
-}
-
-// Telemetry records recruitments as spans and metrics. It is safe for
-// concurrent use.
-type Telemetry struct {
+// instruments record recruitments as spans and metrics, and keep the
+// latest for Stats. They are safe for concurrent use.
+type instruments struct {
 	tracer        trace.Tracer
 	recruitments  metric.Int64Counter
 	sliceDuration metric.Float64Histogram
@@ -54,38 +26,35 @@ type Telemetry struct {
 	recent        recentRing
 }
 
-// New returns a Telemetry using the given providers, the otel globals by
-// default. Errors creating instruments go to [otel.Handle], as otel
-// instrumentation libraries do, and that instrument records nothing.
-func New(opts ...Option) *Telemetry {
-	c := config{
-		tracerProvider: otel.GetTracerProvider(),
-		meterProvider:  otel.GetMeterProvider(),
+// newInstruments makes the tracer and meter of tp and mp, the otel
+// globals when nil. Errors creating instruments go to [otel.Handle], as
+// otel instrumentation libraries do, and that instrument records nothing.
+func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instruments {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
 	}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
 	}
-	t := &Telemetry{
-		tracer: c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+	t := &instruments{
+		tracer: tp.Tracer(telemetry.ScopeName, trace.WithInstrumentationVersion(telemetry.Version)),
 	}
-	meter := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	meter := mp.Meter(telemetry.ScopeName, metric.WithInstrumentationVersion(telemetry.Version))
 	var err error
-	if t.recruitments, err = meter.Int64Counter(MetricRecruitments,
+	if t.recruitments, err = meter.Int64Counter(telemetry.MetricRecruitments,
 		metric.WithDescription("Recruitments of this process, by job and outcome."),
 		metric.WithUnit("{recruitment}")); err != nil {
 		otel.Handle(err)
 		t.recruitments = noop.Int64Counter{}
 	}
-	if t.sliceDuration, err = meter.Float64Histogram(MetricSliceDuration,
+	if t.sliceDuration, err = meter.Float64Histogram(telemetry.MetricSliceDuration,
 		metric.WithDescription("Duration of the slices that ran, by job and outcome."),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
 		otel.Handle(err)
 		t.sliceDuration = noop.Float64Histogram{}
 	}
-	if t.items, err = meter.Int64Counter(MetricItems,
+	if t.items, err = meter.Int64Counter(telemetry.MetricItems,
 		metric.WithDescription("Items of stolen work processed, by job."),
 		metric.WithUnit("{item}")); err != nil {
 		otel.Handle(err)
@@ -94,24 +63,24 @@ func New(opts ...Option) *Telemetry {
 	return t
 }
 
-// Start begins the span of one recruitment of job. The span is a new root
+// start begins the span of one recruitment of job. The span is a new root
 // linked to the span found in enlisting (the request that offered its
 // time), if any. The returned context carries the new span; pass it to the
 // job.
-func (t *Telemetry) Start(enlisting context.Context, job string, rate float64) (context.Context, trace.Span) {
+func (t *instruments) start(enlisting context.Context, job string, rate float64) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{
 		trace.WithNewRoot(),
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(AttrJob.String(job), AttrRate.Float64(rate)),
+		trace.WithAttributes(telemetry.AttrJob.String(job), telemetry.AttrRate.Float64(rate)),
 	}
 	if sc := trace.SpanContextFromContext(enlisting); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	return t.tracer.Start(enlisting, SpanRecruit, opts...)
+	return t.tracer.Start(enlisting, telemetry.SpanRecruit, opts...)
 }
 
-// Result is what [Telemetry.End] records of one recruitment.
-type Result struct {
+// result is what [instruments.end] records of one recruitment.
+type result struct {
 	Outcome  Outcome
 	Ran      bool          // the job's Run was called (Duration, Items and More are its)
 	Items    int           // Report.Items
@@ -120,13 +89,13 @@ type Result struct {
 	Err      error         // the cause of an error, timeout, panic or hung outcome
 }
 
-// End ends the span of a recruitment of job and records its metrics. The
-// recruitment joins [Telemetry.Recent] with the text of res.Err cut to
+// end ends the span of a recruitment of job and records its metrics. The
+// recruitment joins the recent ones with the text of res.Err cut to
 // 512 bytes; the span keeps it whole.
-func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Result) {
-	span.SetAttributes(AttrOutcome.String(string(res.Outcome)))
+func (t *instruments) end(ctx context.Context, span trace.Span, job string, res result) {
+	span.SetAttributes(telemetry.AttrOutcome.String(string(res.Outcome)))
 	if res.Ran {
-		span.SetAttributes(AttrItems.Int(res.Items), AttrMore.Bool(res.More))
+		span.SetAttributes(telemetry.AttrItems.Int(res.Items), telemetry.AttrMore.Bool(res.More))
 	}
 	switch res.Outcome {
 	case OutcomeError, OutcomeTimeout, OutcomePanic, OutcomeHung:
@@ -143,8 +112,8 @@ func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Re
 		Duration: res.Duration, TraceID: traceID(span), Error: errorText(res.Err),
 	})
 
-	byJob := attribute.NewSet(AttrJob.String(job))
-	byOutcome := metric.WithAttributeSet(attribute.NewSet(AttrJob.String(job), AttrOutcome.String(string(res.Outcome))))
+	byJob := attribute.NewSet(telemetry.AttrJob.String(job))
+	byOutcome := metric.WithAttributeSet(attribute.NewSet(telemetry.AttrJob.String(job), telemetry.AttrOutcome.String(string(res.Outcome))))
 	t.recruitments.Add(ctx, 1, byOutcome)
 	if res.Ran {
 		t.sliceDuration.Record(ctx, res.Duration.Seconds(), byOutcome)
@@ -154,17 +123,14 @@ func (t *Telemetry) End(ctx context.Context, span trace.Span, job string, res Re
 	}
 }
 
-// Recent returns the latest recruitments (up to [RecentSize]), newest first.
-func (t *Telemetry) Recent() []Recruitment { return t.recent.list() }
-
-// RecentSize is how many recruitments [Telemetry.Recent] keeps.
-const RecentSize = 50
+// recentSize is how many recruitments Stats keeps.
+const recentSize = 50
 
 // recentRing keeps the latest recruitments for the status page;
 // recruitments are rare next to requests, so a mutex is fine here.
 type recentRing struct {
 	mu   sync.Mutex
-	buf  [RecentSize]Recruitment
+	buf  [recentSize]Recruitment
 	next int
 	n    int
 }

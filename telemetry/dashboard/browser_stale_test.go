@@ -1,6 +1,6 @@
 //go:build browser
 
-package telemetry_test
+package dashboard_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package telemetry
+package dashboard
 
 import (
 	"context"
@@ -8,17 +8,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/worksteal/worksteal/recruiter"
 )
 
 // Source is what a [Dashboard] shows; *recruiter.Recruiter is one.
 type Source interface {
-	Stats() Stats
+	Stats() recruiter.Stats
 }
 
-// DashboardOption configures [NewDashboard].
-type DashboardOption interface{ applyDashboard(*dashboardConfig) }
+// Option configures [New].
+type Option interface{ apply(*config) }
 
-type dashboardConfig struct {
+type config struct {
 	title    string
 	every    time.Duration
 	window   time.Duration
@@ -31,57 +33,57 @@ type gauge struct {
 	read func(context.Context) (float64, error)
 }
 
-type dashboardOptionFunc func(*dashboardConfig)
+type optionFunc func(*config)
 
-func (f dashboardOptionFunc) applyDashboard(c *dashboardConfig) { f(c) }
+func (f optionFunc) apply(c *config) { f(c) }
 
 // Defaults and bounds of the dashboard's options.
 const (
-	DashboardSampleDefault = time.Second
-	DashboardWindowDefault = 10 * time.Minute
-	// DashboardSampleMin is the shortest sample interval: the sampler
+	sampleDefault = time.Second
+	windowDefault = 10 * time.Minute
+	// sampleMin is the shortest sample interval: the sampler
 	// reads every counter and gauge each time.
-	DashboardSampleMin = 10 * time.Millisecond
-	// DashboardSamplesMax bounds window/interval, the samples kept in
+	sampleMin = 10 * time.Millisecond
+	// samplesMax bounds window/interval, the samples kept in
 	// memory. A sample costs about 100 bytes, plus 8 per job and 16 per
 	// gauge: 10,000 samples of 8 jobs and 2 gauges hold about 2 MB, and
 	// each request for the page or the JSON walks all of them.
-	DashboardSamplesMax = 10_000
-	// DashboardGaugeTimeoutMax bounds one gauge read; a shorter sample
+	samplesMax = 10_000
+	// gaugeTimeoutMax bounds one gauge read; a shorter sample
 	// interval bounds it to the interval.
-	DashboardGaugeTimeoutMax = time.Second
+	gaugeTimeoutMax = time.Second
 )
 
-// ErrInvalidDashboard is wrapped by the errors of [NewDashboard] about its
+// ErrInvalidOption is wrapped by the errors of [New] about its
 // source and options.
-var ErrInvalidDashboard = errors.New("telemetry: invalid dashboard")
+var ErrInvalidOption = errors.New("dashboard: invalid source or option")
 
 // WithTitle sets the page's title; "worksteal" by default.
-func WithTitle(title string) DashboardOption {
-	return dashboardOptionFunc(func(c *dashboardConfig) { c.title = title })
+func WithTitle(title string) Option {
+	return optionFunc(func(c *config) { c.title = title })
 }
 
 // WithGauge adds a series the dashboard samples and charts beside the
 // items stolen, such as a queue's depth. read is called once per sample
-// with a deadline of the sample interval, at most [DashboardGaugeTimeoutMax];
+// with a deadline of the sample interval, at most [gaugeTimeoutMax];
 // an error, no answer by then, NaN, or a value beyond ±1e300 (no chart
 // could scale it) leaves a gap in the chart (null in JSON).
 // read should return once its context is done: the sampler does not wait
 // for it, but it starts no new read of that gauge while one is pending.
-func WithGauge(name string, read func(context.Context) (float64, error)) DashboardOption {
-	return dashboardOptionFunc(func(c *dashboardConfig) { c.gauges = append(c.gauges, gauge{name, read}) })
+func WithGauge(name string, read func(context.Context) (float64, error)) Option {
+	return optionFunc(func(c *config) { c.gauges = append(c.gauges, gauge{name, read}) })
 }
 
 // WithSampleEvery sets how often the dashboard samples its source and
-// gauges for the chart; [DashboardSampleDefault] by default.
-func WithSampleEvery(d time.Duration) DashboardOption {
-	return dashboardOptionFunc(func(c *dashboardConfig) { c.every = d })
+// gauges for the chart; [sampleDefault] by default.
+func WithSampleEvery(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.every = d })
 }
 
 // WithWindow sets how much history the chart keeps;
-// [DashboardWindowDefault] by default.
-func WithWindow(d time.Duration) DashboardOption {
-	return dashboardOptionFunc(func(c *dashboardConfig) { c.window = d })
+// [windowDefault] by default.
+func WithWindow(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.window = d })
 }
 
 // WithTraceURL links each recruitment's trace id to a tracing UI. format
@@ -91,22 +93,22 @@ func WithWindow(d time.Duration) DashboardOption {
 // "http://localhost:16686/trace/%s" (Jaeger) or
 // "http://grafana:3000/explore?left=%%7B%%22queries%%22:[%%7B%%22query%%22:%%22%s%%22%%7D]%%7D"
 // (Tempo).
-func WithTraceURL(format string) DashboardOption {
-	return dashboardOptionFunc(func(c *dashboardConfig) { c.traceURL = format })
+func WithTraceURL(format string) Option {
+	return optionFunc(func(c *config) { c.traceURL = format })
 }
 
 // Dashboard is an http.Handler showing what a recruiter stole: its jobs'
 // counters, a chart of items stolen per second and of the gauges, and the
 // most recent recruitments. It serves HTML to browsers and a
-// [DashboardDocument] as JSON when asked (?format=json or
+// [Document] as JSON when asked (?format=json or
 // Accept: application/json). Mount it like pprof:
 //
-//	d, err := telemetry.NewDashboard(rec)
+//	d, err := dashboard.New(rec)
 //	mux.Handle("/debug/worksteal", d)
 //	defer d.Close()
 type Dashboard struct {
 	src Source
-	cfg dashboardConfig
+	cfg config
 	now func() time.Time // the clock of the page; tests set it
 
 	mu      sync.Mutex // guards the fields up to pending
@@ -125,10 +127,10 @@ type Dashboard struct {
 	done   chan struct{}
 }
 
-// NewDashboard returns a dashboard of src and starts its sampler, which
+// New returns a dashboard of src and starts its sampler, which
 // takes one sample at once and then one per interval; call
-// [Dashboard.Close] to stop it. Errors wrap [ErrInvalidDashboard].
-func NewDashboard(src Source, opts ...DashboardOption) (*Dashboard, error) {
+// [Dashboard.Close] to stop it. Errors wrap [ErrInvalidOption].
+func New(src Source, opts ...Option) (*Dashboard, error) {
 	d, err := newDashboard(src, opts...)
 	if err != nil {
 		return nil, err
@@ -139,16 +141,16 @@ func NewDashboard(src Source, opts ...DashboardOption) (*Dashboard, error) {
 
 // newDashboard builds a dashboard without its sampler goroutine, so that
 // tests can call sampleAt with the times they choose.
-func newDashboard(src Source, opts ...DashboardOption) (*Dashboard, error) {
+func newDashboard(src Source, opts ...Option) (*Dashboard, error) {
 	// A nil pointer in the interface would pass src == nil and panic in
 	// the sampler at its first Stats.
 	if src == nil || reflect.ValueOf(src).Kind() == reflect.Pointer && reflect.ValueOf(src).IsNil() {
-		return nil, fmt.Errorf("%w: the source is nil", ErrInvalidDashboard)
+		return nil, fmt.Errorf("%w: the source is nil", ErrInvalidOption)
 	}
-	cfg := dashboardConfig{title: "worksteal", every: DashboardSampleDefault, window: DashboardWindowDefault}
+	cfg := config{title: "worksteal", every: sampleDefault, window: windowDefault}
 	for _, o := range opts {
 		if o != nil {
-			o.applyDashboard(&cfg)
+			o.apply(&cfg)
 		}
 	}
 	if err := cfg.validate(); err != nil {
@@ -167,27 +169,27 @@ func newDashboard(src Source, opts ...DashboardOption) (*Dashboard, error) {
 	return d, nil
 }
 
-func (c dashboardConfig) validate() error {
+func (c config) validate() error {
 	switch {
-	case c.every < DashboardSampleMin:
-		return fmt.Errorf("%w: sample interval %v is under %v", ErrInvalidDashboard, c.every, DashboardSampleMin)
+	case c.every < sampleMin:
+		return fmt.Errorf("%w: sample interval %v is under %v", ErrInvalidOption, c.every, sampleMin)
 	case c.window < c.every:
-		return fmt.Errorf("%w: window %v is shorter than the sample interval %v", ErrInvalidDashboard, c.window, c.every)
-	case c.window/c.every > DashboardSamplesMax:
+		return fmt.Errorf("%w: window %v is shorter than the sample interval %v", ErrInvalidOption, c.window, c.every)
+	case c.window/c.every > samplesMax:
 		return fmt.Errorf("%w: window %v over sample interval %v keeps %d samples, more than %d",
-			ErrInvalidDashboard, c.window, c.every, c.window/c.every, DashboardSamplesMax)
+			ErrInvalidOption, c.window, c.every, c.window/c.every, samplesMax)
 	}
 	if c.traceURL != "" && !validTraceURL(c.traceURL) {
 		return fmt.Errorf("%w: trace URL format %q must hold one %%s and no other %% but %%%% (a literal %%)",
-			ErrInvalidDashboard, c.traceURL)
+			ErrInvalidOption, c.traceURL)
 	}
 	seen := map[string]bool{}
 	for _, g := range c.gauges {
 		switch {
 		case g.name == "" || g.read == nil:
-			return fmt.Errorf("%w: a gauge needs a name and a read function (got %q)", ErrInvalidDashboard, g.name)
+			return fmt.Errorf("%w: a gauge needs a name and a read function (got %q)", ErrInvalidOption, g.name)
 		case seen[g.name]:
-			return fmt.Errorf("%w: two gauges are named %q", ErrInvalidDashboard, g.name)
+			return fmt.Errorf("%w: two gauges are named %q", ErrInvalidOption, g.name)
 		}
 		seen[g.name] = true
 	}

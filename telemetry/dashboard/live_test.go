@@ -1,4 +1,4 @@
-package telemetry_test
+package dashboard_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // liveRecruiter starts a Redis and a recruiter on it with a recording
@@ -49,7 +49,7 @@ func TestDashboardShowsALiveRecruiter(t *testing.T) {
 	}), recruiter.JobConfig{Rate: 1, Budget: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := telemetry.NewDashboard(rec, telemetry.WithTitle("live"), telemetry.WithTraceURL("http://jaeger/trace/%s"))
+	d, err := dashboard.New(rec, dashboard.WithTitle("live"), dashboard.WithTraceURL("http://jaeger/trace/%s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestDashboardShowsALiveRecruiter(t *testing.T) {
 		t.Fatalf("%d recent recruitments, want 3", len(doc.Recent))
 	}
 	for _, r := range doc.Recent {
-		if r.Job != "steal-seven" || r.Outcome != telemetry.OutcomeRan || r.Items != 7 || !r.More || len(r.TraceID) != 32 {
+		if r.Job != "steal-seven" || r.Outcome != recruiter.OutcomeRan || r.Items != 7 || !r.More || len(r.TraceID) != 32 {
 			t.Errorf("recent %+v", r)
 		}
 	}

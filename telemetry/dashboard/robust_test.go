@@ -1,4 +1,4 @@
-package telemetry_test
+package dashboard_test
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // A gauge at the edge of float64 once made the axis round to infinity and
@@ -28,8 +29,8 @@ func TestDashboardHugeGaugesRender(t *testing.T) {
 	src := &fakeSource{}
 	src.setItems("tidy", 0)
 	d := manual(t, src,
-		telemetry.WithGauge("max", huge(math.MaxFloat64)), telemetry.WithGauge("min", huge(-math.MaxFloat64)),
-		telemetry.WithGauge("big", huge(1e299)), telemetry.WithGauge("small", huge(-1e299)))
+		dashboard.WithGauge("max", huge(math.MaxFloat64)), dashboard.WithGauge("min", huge(-math.MaxFloat64)),
+		dashboard.WithGauge("big", huge(1e299)), dashboard.WithGauge("small", huge(-1e299)))
 	d.SetClock(func() time.Time { return t0.Add(2 * time.Second) })
 	for i := range 3 {
 		d.SampleAt(t0.Add(time.Duration(i) * time.Second))
@@ -70,7 +71,7 @@ func TestDashboardManySamplesPageStaysSmall(t *testing.T) {
 	const samples, jobs = 6000, 8
 	every := 100 * time.Millisecond
 	src := &fakeSource{}
-	d := manual(t, src, telemetry.WithSampleEvery(every), telemetry.WithWindow(samples*every))
+	d := manual(t, src, dashboard.WithSampleEvery(every), dashboard.WithWindow(samples*every))
 	rng := rand.New(rand.NewPCG(1, 2))
 	items := make([]uint64, jobs)
 	spikeAt := 4321
@@ -133,7 +134,7 @@ func TestDashboardTraceURLFormats(t *testing.T) {
 			"http://grafana:3000/explore?left=%7B%22query%22:%22" + traceA + "%22%7D&x=100%"},
 		{"%s", traceA},
 	} {
-		d := manual(t, busySource(time.Now()), telemetry.WithTraceURL(tc.format))
+		d := manual(t, busySource(time.Now()), dashboard.WithTraceURL(tc.format))
 		if got := getJSON(t, d).Recent[0].TraceURL; got != tc.want {
 			t.Errorf("WithTraceURL(%q) links %q, want %q", tc.format, got, tc.want)
 		}
@@ -146,7 +147,7 @@ type panickySource struct {
 	panicking atomic.Bool
 }
 
-func (p *panickySource) Stats() telemetry.Stats {
+func (p *panickySource) Stats() recruiter.Stats {
 	panicking := p.panicking.Load()
 	s := p.fakeSource.Stats() // signals the call
 	if panicking {
@@ -181,7 +182,7 @@ func TestDashboardSamplerSurvivesASourcePanic(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	src := &panickySource{fakeSource: fakeSource{calls: make(chan struct{}, 1)}}
 	src.panicking.Store(true)
-	d, err := telemetry.NewDashboard(src, telemetry.WithSampleEvery(10*time.Millisecond), telemetry.WithWindow(time.Second))
+	d, err := dashboard.New(src, dashboard.WithSampleEvery(10*time.Millisecond), dashboard.WithWindow(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package telemetry_test
+package recruiter
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/worksteal/worksteal/telemetry"
 )
 
-func setup(t *testing.T) (*telemetry.Telemetry, *tracetest.SpanRecorder, *sdkmetric.ManualReader, *sdktrace.TracerProvider) {
+func setupInstruments(t *testing.T) (*instruments, *tracetest.SpanRecorder, *sdkmetric.ManualReader, *sdktrace.TracerProvider) {
 	t.Helper()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
@@ -29,15 +30,15 @@ func setup(t *testing.T) (*telemetry.Telemetry, *tracetest.SpanRecorder, *sdkmet
 		_ = tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
-	return telemetry.New(telemetry.WithTracerProvider(tp), telemetry.WithMeterProvider(mp), nil), spans, reader, tp
+	return newInstruments(tp, mp), spans, reader, tp
 }
 
 func TestRecruitSpanIsALinkedRoot(t *testing.T) {
 	t.Parallel()
-	tel, spans, _, tp := setup(t)
+	tel, spans, _, tp := setupInstruments(t)
 	reqCtx, reqSpan := tp.Tracer("test").Start(context.Background(), "GET /items")
-	jobCtx, span := tel.Start(reqCtx, "tidy", 0.25)
-	tel.End(jobCtx, span, "tidy", telemetry.Result{Outcome: telemetry.OutcomeRan, Ran: true, Items: 7, More: true, Duration: 3 * time.Millisecond})
+	jobCtx, span := tel.start(reqCtx, "tidy", 0.25)
+	tel.end(jobCtx, span, "tidy", result{Outcome: OutcomeRan, Ran: true, Items: 7, More: true, Duration: 3 * time.Millisecond})
 	reqSpan.End()
 
 	ended := spans.Ended()
@@ -57,7 +58,7 @@ func TestRecruitSpanIsALinkedRoot(t *testing.T) {
 	if links := rec.Links(); len(links) != 1 || links[0].SpanContext.SpanID() != reqSpan.SpanContext().SpanID() {
 		t.Fatalf("links = %+v, want one to the request span %v", links, reqSpan.SpanContext().SpanID())
 	}
-	if got := trace(jobCtx); got != rec.SpanContext().SpanID().String() {
+	if got := oteltrace.SpanContextFromContext(jobCtx).SpanID().String(); got != rec.SpanContext().SpanID().String() {
 		t.Fatalf("the job's context carries span %s, want the recruit span %s", got, rec.SpanContext().SpanID())
 	}
 	want := map[attribute.Key]attribute.Value{
@@ -75,13 +76,13 @@ func TestRecruitSpanIsALinkedRoot(t *testing.T) {
 
 func TestFailedOutcomesSetErrorStatus(t *testing.T) {
 	t.Parallel()
-	tel, spans, _, _ := setup(t)
-	for _, o := range []telemetry.Outcome{telemetry.OutcomeError, telemetry.OutcomeTimeout, telemetry.OutcomePanic} {
-		ctx, span := tel.Start(context.Background(), "j", 1)
-		tel.End(ctx, span, "j", telemetry.Result{Outcome: o, Ran: true, Err: errors.New("cause of " + string(o))})
+	tel, spans, _, _ := setupInstruments(t)
+	for _, o := range []Outcome{OutcomeError, OutcomeTimeout, OutcomePanic} {
+		ctx, span := tel.start(context.Background(), "j", 1)
+		tel.end(ctx, span, "j", result{Outcome: o, Ran: true, Err: errors.New("cause of " + string(o))})
 	}
-	ctx, span := tel.Start(context.Background(), "j", 1)
-	tel.End(ctx, span, "j", telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked})
+	ctx, span := tel.start(context.Background(), "j", 1)
+	tel.end(ctx, span, "j", result{Outcome: OutcomeSkippedLocked})
 
 	ended := spans.Ended()
 	for i, o := range []string{"error", "timeout", "panic"} {
@@ -109,15 +110,15 @@ func TestFailedOutcomesSetErrorStatus(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	tel, _, reader, _ := setup(t)
-	record := func(job string, res telemetry.Result) {
-		ctx, span := tel.Start(context.Background(), job, 0.5)
-		tel.End(ctx, span, job, res)
+	tel, _, reader, _ := setupInstruments(t)
+	record := func(job string, res result) {
+		ctx, span := tel.start(context.Background(), job, 0.5)
+		tel.end(ctx, span, job, res)
 	}
-	record("drain", telemetry.Result{Outcome: telemetry.OutcomeRan, Ran: true, Items: 40, Duration: 10 * time.Millisecond})
-	record("drain", telemetry.Result{Outcome: telemetry.OutcomeRan, Ran: true, Items: 2, Duration: 30 * time.Millisecond})
-	record("drain", telemetry.Result{Outcome: telemetry.OutcomeSkippedLocked})
-	record("tidy", telemetry.Result{Outcome: telemetry.OutcomeTimeout, Ran: true, Duration: 60 * time.Millisecond})
+	record("drain", result{Outcome: OutcomeRan, Ran: true, Items: 40, Duration: 10 * time.Millisecond})
+	record("drain", result{Outcome: OutcomeRan, Ran: true, Items: 2, Duration: 30 * time.Millisecond})
+	record("drain", result{Outcome: OutcomeSkippedLocked})
+	record("tidy", result{Outcome: OutcomeTimeout, Ran: true, Duration: 60 * time.Millisecond})
 
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -194,14 +195,14 @@ func assertAttrs(t *testing.T, got []attribute.KeyValue, want map[attribute.Key]
 
 func TestRecentErrorTextIsCut(t *testing.T) {
 	t.Parallel()
-	tel, spans, _, _ := setup(t)
+	tel, spans, _, _ := setupInstruments(t)
 	// 3-byte runes: 512 bytes fall inside one, so a byte cut would split it.
 	payload := "queue: bad payload " + strings.Repeat("€", 2000)
 	for _, msg := range []string{payload, "short", strings.Repeat("x", 512)} {
-		ctx, span := tel.Start(context.Background(), "j", 1)
-		tel.End(ctx, span, "j", telemetry.Result{Outcome: telemetry.OutcomeError, Ran: true, Err: errors.New(msg)})
+		ctx, span := tel.start(context.Background(), "j", 1)
+		tel.end(ctx, span, "j", result{Outcome: OutcomeError, Ran: true, Err: errors.New(msg)})
 	}
-	recent := tel.Recent() // newest first
+	recent := tel.recent.list() // newest first
 	long := recent[2].Error
 	if len(long) > 512 || !utf8.ValidString(long) || !strings.HasSuffix(long, "…") ||
 		!strings.HasPrefix(payload, strings.TrimSuffix(long, "…")) || len(long) < 512-3-3 {

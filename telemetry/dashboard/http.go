@@ -1,4 +1,4 @@
-package telemetry
+package dashboard
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/worksteal/worksteal/recruiter"
 )
 
 var (
@@ -39,7 +41,7 @@ func cspHash(s string) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
-// ServeHTTP serves the dashboard: a [DashboardDocument] as JSON when the
+// ServeHTTP serves the dashboard: a [Document] as JSON when the
 // query has format=json or the request accepts application/json but not
 // text/html, the HTML page otherwise. Only GET and HEAD are allowed.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +145,7 @@ const recentShown = 20
 
 var jobColors = []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"}
 
-func (d *Dashboard) view(doc DashboardDocument) pageView {
+func (d *Dashboard) view(doc Document) pageView {
 	now := doc.Now
 	v := pageView{
 		Title: doc.Title, Updated: now.Local().Format("15:04:05 MST"),
@@ -214,27 +216,27 @@ func (d *Dashboard) view(doc DashboardDocument) pageView {
 	return v
 }
 
-func outcomeLabel(o Outcome) string {
+func outcomeLabel(o recruiter.Outcome) string {
 	switch o {
-	case OutcomeSkippedLocked:
+	case recruiter.OutcomeSkippedLocked:
 		return "skipped: locked"
-	case OutcomeSkippedCooldown:
+	case recruiter.OutcomeSkippedCooldown:
 		return "skipped: cooldown"
 	}
 	return string(o)
 }
 
-func outcomeClass(o Outcome) string {
+func outcomeClass(o recruiter.Outcome) string {
 	switch o {
-	case OutcomeRan:
+	case recruiter.OutcomeRan:
 		return "o-ran"
-	case OutcomeSkippedLocked, OutcomeSkippedCooldown:
+	case recruiter.OutcomeSkippedLocked, recruiter.OutcomeSkippedCooldown:
 		return "o-skipped"
-	case OutcomeError:
+	case recruiter.OutcomeError:
 		return "o-error"
-	case OutcomeTimeout:
+	case recruiter.OutcomeTimeout:
 		return "o-timeout"
-	case OutcomePanic, OutcomeHung:
+	case recruiter.OutcomePanic, recruiter.OutcomeHung:
 		return "o-panic"
 	}
 	return "o-other"

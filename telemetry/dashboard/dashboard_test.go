@@ -1,4 +1,4 @@
-package telemetry_test
+package dashboard_test
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,11 +25,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeSource is a Source whose counters the test moves by hand.
 type fakeSource struct {
 	mu    sync.Mutex
-	stats telemetry.Stats
+	stats recruiter.Stats
 	calls chan struct{} // if set, receives one value per Stats call (dropped when full)
 }
 
-func (f *fakeSource) Stats() telemetry.Stats {
+func (f *fakeSource) Stats() recruiter.Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.calls != nil {
@@ -53,17 +54,17 @@ func (f *fakeSource) setItems(job string, items uint64) {
 			return
 		}
 	}
-	f.stats.Jobs = append(f.stats.Jobs, telemetry.JobStats{Name: job, Rate: 0.1, Budget: 50 * time.Millisecond, Items: items})
+	f.stats.Jobs = append(f.stats.Jobs, recruiter.JobStats{Name: job, Rate: 0.1, Budget: 50 * time.Millisecond, Items: items})
 }
 
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 // manual returns a dashboard without its sampler goroutine, closed at cleanup.
-func manual(t testing.TB, src telemetry.Source, opts ...telemetry.DashboardOption) *telemetry.Dashboard {
+func manual(t testing.TB, src dashboard.Source, opts ...dashboard.Option) *dashboard.Dashboard {
 	t.Helper()
-	d, err := telemetry.NewManualDashboard(src, opts...)
+	d, err := dashboard.NewManual(src, opts...)
 	if err != nil {
-		t.Fatalf("NewDashboard: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
 	return d
@@ -71,7 +72,7 @@ func manual(t testing.TB, src telemetry.Source, opts ...telemetry.DashboardOptio
 
 // getJSON serves the dashboard's JSON document and decodes it into the
 // exported type, as a script would.
-func getJSON(t *testing.T, h http.Handler) telemetry.DashboardDocument {
+func getJSON(t *testing.T, h http.Handler) dashboard.Document {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=json", nil))
@@ -81,7 +82,7 @@ func getJSON(t *testing.T, h http.Handler) telemetry.DashboardDocument {
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Fatalf("Content-Type %q, want JSON", ct)
 	}
-	var doc telemetry.DashboardDocument
+	var doc dashboard.Document
 	dec := json.NewDecoder(rec.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
@@ -153,7 +154,7 @@ func TestDashboardWindowBoundsTheSamples(t *testing.T) {
 	t.Parallel()
 	src := &fakeSource{}
 	src.setItems("tidy", 0)
-	d := manual(t, src, telemetry.WithSampleEvery(time.Second), telemetry.WithWindow(5*time.Second))
+	d := manual(t, src, dashboard.WithSampleEvery(time.Second), dashboard.WithWindow(5*time.Second))
 	for i := range 12 {
 		src.setItems("tidy", uint64(i*i))
 		d.SampleAt(t0.Add(time.Duration(i) * time.Second))
@@ -187,9 +188,9 @@ func TestDashboardGaugeFailuresAreGaps(t *testing.T) {
 		}
 	}
 	d := manual(t, &fakeSource{},
-		telemetry.WithGauge("queue depth", flaky),
-		telemetry.WithGauge("nan", func(context.Context) (float64, error) { return math.NaN(), nil }),
-		telemetry.WithGauge("panics", func(context.Context) (float64, error) { panic("gauge bug") }),
+		dashboard.WithGauge("queue depth", flaky),
+		dashboard.WithGauge("nan", func(context.Context) (float64, error) { return math.NaN(), nil }),
+		dashboard.WithGauge("panics", func(context.Context) (float64, error) { panic("gauge bug") }),
 	)
 	for i := range 3 {
 		d.SampleAt(t0.Add(time.Duration(i) * time.Second))
@@ -228,8 +229,8 @@ func TestDashboardSlowGaugeIsCutAtItsTimeout(t *testing.T) {
 		<-release
 		return 1, nil
 	}
-	d := manual(t, &fakeSource{}, telemetry.WithSampleEvery(20*time.Millisecond), telemetry.WithWindow(time.Second),
-		telemetry.WithGauge("honest", honest), telemetry.WithGauge("stubborn", stubborn))
+	d := manual(t, &fakeSource{}, dashboard.WithSampleEvery(20*time.Millisecond), dashboard.WithWindow(time.Second),
+		dashboard.WithGauge("honest", honest), dashboard.WithGauge("stubborn", stubborn))
 
 	// Each call returning at all is the point: neither gauge holds the sampler.
 	d.SampleAt(t0)
@@ -258,33 +259,33 @@ func TestDashboardOptionErrors(t *testing.T) {
 	read := func(context.Context) (float64, error) { return 0, nil }
 	for _, tc := range []struct {
 		name string
-		src  telemetry.Source
-		opts []telemetry.DashboardOption
+		src  dashboard.Source
+		opts []dashboard.Option
 		want string
 	}{
 		{"nil source", nil, nil, "source is nil"},
 		{"nil pointer source", (*fakeSource)(nil), nil, "source is nil"},
-		{"fast sampling", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithSampleEvery(time.Millisecond)}, "sample interval 1ms is under 10ms"},
-		{"short window", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithWindow(500 * time.Millisecond)}, "window 500ms is shorter than the sample interval 1s"},
-		{"huge window", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithSampleEvery(10 * time.Millisecond), telemetry.WithWindow(time.Hour)}, "keeps 360000 samples, more than 10000"},
-		{"unnamed gauge", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithGauge("", read)}, "a gauge needs a name"},
-		{"gauge without read", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithGauge("depth", nil)}, `a gauge needs a name and a read function (got "depth")`},
-		{"twin gauges", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithGauge("depth", read), telemetry.WithGauge("depth", read)}, `two gauges are named "depth"`},
-		{"trace URL without %s", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithTraceURL("http://jaeger/trace/")}, "must hold one %s"},
-		{"trace URL with %d", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithTraceURL("http://jaeger/%d/%s")}, "no other %"},
-		{"trace URL with a single % before hex", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithTraceURL("http://grafana/explore?left=%7B%s")}, "no other % but %%"},
-		{"trace URL with two %s", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithTraceURL("http://jaeger/%s/%s")}, "must hold one %s"},
-		{"trace URL with %%s only", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithTraceURL("http://jaeger/%%s")}, "must hold one %s"},
-		{"trace URL ending in %", &fakeSource{}, []telemetry.DashboardOption{telemetry.WithTraceURL("http://jaeger/%s%")}, "no other %"},
+		{"fast sampling", &fakeSource{}, []dashboard.Option{dashboard.WithSampleEvery(time.Millisecond)}, "sample interval 1ms is under 10ms"},
+		{"short window", &fakeSource{}, []dashboard.Option{dashboard.WithWindow(500 * time.Millisecond)}, "window 500ms is shorter than the sample interval 1s"},
+		{"huge window", &fakeSource{}, []dashboard.Option{dashboard.WithSampleEvery(10 * time.Millisecond), dashboard.WithWindow(time.Hour)}, "keeps 360000 samples, more than 10000"},
+		{"unnamed gauge", &fakeSource{}, []dashboard.Option{dashboard.WithGauge("", read)}, "a gauge needs a name"},
+		{"gauge without read", &fakeSource{}, []dashboard.Option{dashboard.WithGauge("depth", nil)}, `a gauge needs a name and a read function (got "depth")`},
+		{"twin gauges", &fakeSource{}, []dashboard.Option{dashboard.WithGauge("depth", read), dashboard.WithGauge("depth", read)}, `two gauges are named "depth"`},
+		{"trace URL without %s", &fakeSource{}, []dashboard.Option{dashboard.WithTraceURL("http://jaeger/trace/")}, "must hold one %s"},
+		{"trace URL with %d", &fakeSource{}, []dashboard.Option{dashboard.WithTraceURL("http://jaeger/%d/%s")}, "no other %"},
+		{"trace URL with a single % before hex", &fakeSource{}, []dashboard.Option{dashboard.WithTraceURL("http://grafana/explore?left=%7B%s")}, "no other % but %%"},
+		{"trace URL with two %s", &fakeSource{}, []dashboard.Option{dashboard.WithTraceURL("http://jaeger/%s/%s")}, "must hold one %s"},
+		{"trace URL with %%s only", &fakeSource{}, []dashboard.Option{dashboard.WithTraceURL("http://jaeger/%%s")}, "must hold one %s"},
+		{"trace URL ending in %", &fakeSource{}, []dashboard.Option{dashboard.WithTraceURL("http://jaeger/%s%")}, "no other %"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := telemetry.NewDashboard(tc.src, tc.opts...)
+			d, err := dashboard.New(tc.src, tc.opts...)
 			if err == nil {
 				d.Close()
-				t.Fatal("NewDashboard accepted it")
+				t.Fatal("New accepted it")
 			}
-			if !errors.Is(err, telemetry.ErrInvalidDashboard) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q; want ErrInvalidDashboard saying %q", err, tc.want)
+			if !errors.Is(err, dashboard.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q; want ErrInvalidOption saying %q", err, tc.want)
 			}
 		})
 	}
@@ -296,8 +297,8 @@ func TestDashboardCloseStopsTheSampler(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	src := &fakeSource{calls: make(chan struct{}, 1)}
 	src.setItems("tidy", 0)
-	d, err := telemetry.NewDashboard(src, telemetry.WithSampleEvery(10*time.Millisecond), telemetry.WithWindow(time.Second),
-		telemetry.WithGauge("depth", func(ctx context.Context) (float64, error) { return 3, nil }))
+	d, err := dashboard.New(src, dashboard.WithSampleEvery(10*time.Millisecond), dashboard.WithWindow(time.Second),
+		dashboard.WithGauge("depth", func(ctx context.Context) (float64, error) { return 3, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package telemetry_test
+package dashboard_test
 
 import (
 	"net/http"

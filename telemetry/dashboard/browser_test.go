@@ -3,7 +3,7 @@
 // The browser test drives a real headless Chromium against the dashboard of
 // a live recruiter: make test-browser (it installs chromium when missing).
 
-package telemetry_test
+package dashboard_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -112,9 +112,9 @@ func busyRecruiter(t *testing.T) (*recruiter.Recruiter, func(context.Context) (f
 
 func TestBrowserDashboardRefreshesLive(t *testing.T) {
 	rec, depth := busyRecruiter(t)
-	d, err := telemetry.NewDashboard(rec, telemetry.WithTitle("catalog service"),
-		telemetry.WithSampleEvery(250*time.Millisecond), telemetry.WithWindow(time.Minute),
-		telemetry.WithGauge("queue depth", depth), telemetry.WithTraceURL("http://localhost:16686/trace/%s"))
+	d, err := dashboard.New(rec, dashboard.WithTitle("catalog service"),
+		dashboard.WithSampleEvery(250*time.Millisecond), dashboard.WithWindow(time.Minute),
+		dashboard.WithGauge("queue depth", depth), dashboard.WithTraceURL("http://localhost:16686/trace/%s"))
 	if err != nil {
 		t.Fatal(err)
 	}

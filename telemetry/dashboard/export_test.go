@@ -1,10 +1,10 @@
-package telemetry
+package dashboard
 
 import "time"
 
-// NewManualDashboard is NewDashboard without the sampler goroutine: the
+// NewManual is New without the sampler goroutine: the
 // test takes each sample with SampleAt, at the times it chooses.
-func NewManualDashboard(src Source, opts ...DashboardOption) (*Dashboard, error) {
+func NewManual(src Source, opts ...Option) (*Dashboard, error) {
 	d, err := newDashboard(src, opts...)
 	if err != nil {
 		return nil, err

@@ -1,14 +1,16 @@
-package telemetry
+package dashboard
 
 import (
 	"time"
+
+	"github.com/worksteal/worksteal/recruiter"
 )
 
-// DashboardDocument is what a [Dashboard] serves as JSON (?format=json or
+// Document is what a [Dashboard] serves as JSON (?format=json or
 // Accept: application/json). Its fields and their json names are stable:
 // scripts may rely on them; new fields may be added. Durations are
 // milliseconds (numbers, fractions allowed), times RFC 3339 in UTC.
-type DashboardDocument struct {
+type Document struct {
 	Title         string    `json:"title"`
 	Now           time.Time `json:"now"`
 	BreakerOpen   bool      `json:"breaker_open"`    // recruitment keeps away from Redis
@@ -18,29 +20,29 @@ type DashboardDocument struct {
 	WindowMS      float64   `json:"window_ms"`       // how far back Samples go, at most
 	// SamplesSkipped counts the samples not taken because the source's
 	// Stats panicked.
-	SamplesSkipped uint64                 `json:"samples_skipped"`
-	Jobs           []DashboardJob         `json:"jobs"`    // in registration order
-	Gauges         []string               `json:"gauges"`  // names of the gauges, in the order of the options
-	Samples        []DashboardSample      `json:"samples"` // oldest first
-	Recent         []DashboardRecruitment `json:"recent"`  // newest first
+	SamplesSkipped uint64                `json:"samples_skipped"`
+	Jobs           []DocumentJob         `json:"jobs"`    // in registration order
+	Gauges         []string              `json:"gauges"`  // names of the gauges, in the order of the options
+	Samples        []DocumentSample      `json:"samples"` // oldest first
+	Recent         []DocumentRecruitment `json:"recent"`  // newest first
 }
 
-// DashboardJob is one job's counters since its recruiter started; see
-// [JobStats].
-type DashboardJob struct {
-	Name     string           `json:"name"`
-	Rate     float64          `json:"rate"`
-	EveryMS  float64          `json:"every_ms"` // 0: no Every
-	BudgetMS float64          `json:"budget_ms"`
-	Drawn    uint64           `json:"drawn"`
-	Ran      uint64           `json:"ran"`
-	Skipped  DashboardSkipped `json:"skipped"`
-	Errors   uint64           `json:"errors"`
-	Timeouts uint64           `json:"timeouts"`
-	Panics   uint64           `json:"panics"`
-	Hung     uint64           `json:"hung"`
-	Slices   uint64           `json:"slices"`
-	Items    uint64           `json:"items"`
+// DocumentJob is one job's counters since its recruiter started; see
+// [recruiter.JobStats].
+type DocumentJob struct {
+	Name     string          `json:"name"`
+	Rate     float64         `json:"rate"`
+	EveryMS  float64         `json:"every_ms"` // 0: no Every
+	BudgetMS float64         `json:"budget_ms"`
+	Drawn    uint64          `json:"drawn"`
+	Ran      uint64          `json:"ran"`
+	Skipped  DocumentSkipped `json:"skipped"`
+	Errors   uint64          `json:"errors"`
+	Timeouts uint64          `json:"timeouts"`
+	Panics   uint64          `json:"panics"`
+	Hung     uint64          `json:"hung"`
+	Slices   uint64          `json:"slices"`
+	Items    uint64          `json:"items"`
 	// ItemsPerSecond is the rate of the latest sample; null before the
 	// sampler has two samples of the job.
 	ItemsPerSecond *float64   `json:"items_per_second"`
@@ -50,16 +52,16 @@ type DashboardJob struct {
 	LastRun        *time.Time `json:"last_run"` // end of the last slice; null if none
 }
 
-// DashboardSkipped splits a job's skipped draws by cause.
-type DashboardSkipped struct {
+// DocumentSkipped splits a job's skipped draws by cause.
+type DocumentSkipped struct {
 	Total    uint64 `json:"total"`
 	Locked   uint64 `json:"locked"`   // another process held the job's lock
 	Cooldown uint64 `json:"cooldown"` // the job ran within its Every
 	Gate     uint64 `json:"gate"`     // stopped in this process before Redis
 }
 
-// DashboardSample is one sample of the chart.
-type DashboardSample struct {
+// DocumentSample is one sample of the chart.
+type DocumentSample struct {
 	Time time.Time `json:"time"`
 	// ItemsPerSecond holds, by job, the items stolen per second since the
 	// previous sample; it is empty in the first sample.
@@ -69,28 +71,28 @@ type DashboardSample struct {
 	Gauges map[string]*float64 `json:"gauges"`
 }
 
-// DashboardRecruitment is one recent recruitment; see [Recruitment].
-type DashboardRecruitment struct {
-	Time       time.Time `json:"time"` // when it ended
-	Job        string    `json:"job"`
-	Outcome    Outcome   `json:"outcome"`
-	Items      int       `json:"items"`
-	More       bool      `json:"more"`
-	DurationMS float64   `json:"duration_ms"` // of the job's Run; 0 if it did not run
-	TraceID    string    `json:"trace_id,omitempty"`
-	TraceURL   string    `json:"trace_url,omitempty"` // with WithTraceURL
-	Error      string    `json:"error,omitempty"`
+// DocumentRecruitment is one recent recruitment; see [recruiter.Recruitment].
+type DocumentRecruitment struct {
+	Time       time.Time         `json:"time"` // when it ended
+	Job        string            `json:"job"`
+	Outcome    recruiter.Outcome `json:"outcome"`
+	Items      int               `json:"items"`
+	More       bool              `json:"more"`
+	DurationMS float64           `json:"duration_ms"` // of the job's Run; 0 if it did not run
+	TraceID    string            `json:"trace_id,omitempty"`
+	TraceURL   string            `json:"trace_url,omitempty"` // with WithTraceURL
+	Error      string            `json:"error,omitempty"`
 }
 
 // document builds the dashboard's document at now from a fresh snapshot
 // of its source and the samples kept; it fails if the source panics.
-func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
+func (d *Dashboard) document(now time.Time) (Document, error) {
 	stats, err := d.stats()
 	if err != nil {
-		return DashboardDocument{}, err
+		return Document{}, err
 	}
 	samples, skipped := d.samples()
-	doc := DashboardDocument{
+	doc := Document{
 		Title:          d.cfg.title,
 		Now:            now.UTC(),
 		BreakerOpen:    stats.BreakerOpen,
@@ -99,16 +101,16 @@ func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
 		SampleEveryMS:  ms(d.cfg.every),
 		WindowMS:       ms(d.cfg.window),
 		SamplesSkipped: skipped,
-		Jobs:           make([]DashboardJob, 0, len(stats.Jobs)),
+		Jobs:           make([]DocumentJob, 0, len(stats.Jobs)),
 		Gauges:         make([]string, 0, len(d.cfg.gauges)),
-		Samples:        make([]DashboardSample, 0, len(samples)),
-		Recent:         make([]DashboardRecruitment, 0, len(stats.Recent)),
+		Samples:        make([]DocumentSample, 0, len(samples)),
+		Recent:         make([]DocumentRecruitment, 0, len(stats.Recent)),
 	}
 	for _, g := range d.cfg.gauges {
 		doc.Gauges = append(doc.Gauges, g.name)
 	}
 	for _, s := range samples {
-		ds := DashboardSample{Time: s.at.UTC(), ItemsPerSecond: make(map[string]float64, len(s.rates)), Gauges: make(map[string]*float64, len(s.gauges))}
+		ds := DocumentSample{Time: s.at.UTC(), ItemsPerSecond: make(map[string]float64, len(s.rates)), Gauges: make(map[string]*float64, len(s.gauges))}
 		for i, r := range s.rates {
 			ds.ItemsPerSecond[s.jobs[i]] = r
 		}
@@ -122,10 +124,10 @@ func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
 		doc.Samples = append(doc.Samples, ds)
 	}
 	for _, js := range stats.Jobs {
-		dj := DashboardJob{
+		dj := DocumentJob{
 			Name: js.Name, Rate: js.Rate, EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
 			Drawn: js.Drawn, Ran: js.Ran,
-			Skipped: DashboardSkipped{
+			Skipped: DocumentSkipped{
 				Total: js.Skipped(), Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Gate: js.SkippedGate,
 			},
 			Errors: js.Errors, Timeouts: js.Timeouts, Panics: js.Panics, Hung: js.Hung, Slices: js.Slices, Items: js.Items,
@@ -143,7 +145,7 @@ func (d *Dashboard) document(now time.Time) (DashboardDocument, error) {
 		doc.Jobs = append(doc.Jobs, dj)
 	}
 	for _, r := range stats.Recent {
-		doc.Recent = append(doc.Recent, DashboardRecruitment{
+		doc.Recent = append(doc.Recent, DocumentRecruitment{
 			Time: r.End.UTC(), Job: r.Job, Outcome: r.Outcome, Items: r.Items, More: r.More,
 			DurationMS: ms(r.Duration), TraceID: r.TraceID, TraceURL: d.traceURL(r.TraceID), Error: r.Error,
 		})

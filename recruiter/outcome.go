@@ -1,0 +1,18 @@
+package recruiter
+
+import "github.com/worksteal/worksteal/telemetry"
+
+// Outcome is how a recruitment ended; its text is the span's and the
+// metrics' [telemetry.AttrOutcome].
+type Outcome string
+
+// The outcomes of a recruitment.
+const (
+	OutcomeRan             Outcome = telemetry.OutcomeRan             // the slice ran and returned without error
+	OutcomeSkippedLocked   Outcome = telemetry.OutcomeSkippedLocked   // another node holds the job's lock
+	OutcomeSkippedCooldown Outcome = telemetry.OutcomeSkippedCooldown // the job ran within its Every, somewhere
+	OutcomeError           Outcome = telemetry.OutcomeError           // the slice (or the lock) returned an error
+	OutcomeTimeout         Outcome = telemetry.OutcomeTimeout         // the slice ran past its budget
+	OutcomePanic           Outcome = telemetry.OutcomePanic           // the slice panicked; recovered
+	OutcomeHung            Outcome = telemetry.OutcomeHung            // the slice outlived twice its lock's TTL
+)
