@@ -32,7 +32,7 @@ const (
 	tidyEvery    = time.Second
 	promoteRate  = 0.01
 	promoteEvery = time.Second
-	sliceBudget  = recruiter.BudgetDefault
+	sliceBudget  = 50 * time.Millisecond // the recruiter's default
 	queueName    = "fleet"
 )
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -17,7 +18,8 @@ import (
 // rolls from rolls, shut down at cleanup.
 func inlineRecruiter(t *testing.T, rdb redis.UniversalClient, rolls func() float64) *recruiter.Recruiter {
 	t.Helper()
-	rec, err := recruiter.New(rdb, recruiter.Config{Inline: true, Prefix: testPrefix(t), RandFunc: rolls})
+	cfg := recruiter.Config{Inline: true, Prefix: testPrefix(t)}
+	rec, err := recruiter.New(rdb, hooks.RecruiterConfig(cfg, rolls, nil).(recruiter.Config))
 	if err != nil {
 		t.Fatal(err)
 	}

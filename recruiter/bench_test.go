@@ -49,7 +49,7 @@ func BenchmarkDraw(b *testing.B) {
 	// Worst case: every roll draws a job that is cooling off locally (it
 	// ran, and its Every has not passed), so every draw is gated.
 	b.Run("drawn-cooling-off", func(b *testing.B) {
-		rec, err := recruiter.New(rdb, recruiter.Config{Inline: true, RandFunc: fixedRoll(0), Prefix: "bench-cool"})
+		rec, err := recruiter.New(rdb, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "bench-cool"}, fixedRoll(0), nil))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func BenchmarkDraw(b *testing.B) {
 			}
 		})
 	})
-	bench("dismissed", recruiter.Config{RandFunc: fixedRoll(0.99)}, 0.01, 0.001)
+	bench("dismissed", recruiter.Hooked(recruiter.Config{}, fixedRoll(0.99), nil), 0.01, 0.001)
 	bench("rate-1pct", recruiter.Config{}, 0.01)
 	bench("four-jobs", recruiter.Config{}, 0.01, 0.005, 0.002, 0.001)
 }
@@ -84,7 +84,7 @@ func BenchmarkSlice(b *testing.B) {
 			rdb := srv.Client(b)
 			counter := &redistest.RoundTrips{}
 			rdb.AddHook(counter)
-			rec, err := recruiter.New(rdb, recruiter.Config{Inline: mode.inline, RandFunc: fixedRoll(0)})
+			rec, err := recruiter.New(rdb, recruiter.Hooked(recruiter.Config{Inline: mode.inline}, fixedRoll(0), nil))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -12,30 +12,32 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
 )
 
-// Defaults applied to zero fields of [Config] and [JobConfig].
+// Defaults applied to zero fields of [Config] and [JobConfig]; each field's
+// doc says its own.
 const (
-	BreakerCooldownDefault  = 5 * time.Second
-	BreakerThresholdDefault = 3
-	BudgetDefault           = 50 * time.Millisecond
-	MaxConcurrentDefault    = 1
-	PrefixDefault           = "worksteal"
-	RedisTimeoutDefault     = 500 * time.Millisecond
+	breakerCooldownDefault  = 5 * time.Second
+	breakerThresholdDefault = 3
+	budgetDefault           = 50 * time.Millisecond
+	maxConcurrentDefault    = 1
+	prefixDefault           = "worksteal"
+	redisTimeoutDefault     = 500 * time.Millisecond
 )
 
 // Bounds of JobConfig.Budget: a slice borrows a web server's time, so a
 // longer one is a mistake, not a setting; a shorter one could not even
 // take its lock.
 const (
-	BudgetMax = time.Minute
-	BudgetMin = time.Millisecond
+	budgetMax = time.Minute
+	budgetMin = time.Millisecond
 )
 
-// EveryMax bounds JobConfig.Every: stolen work is for chores that recur
+// everyMax bounds JobConfig.Every: stolen work is for chores that recur
 // while a fleet serves traffic; a week is already a cron job's territory.
-const EveryMax = 7 * 24 * time.Hour
+const everyMax = 7 * 24 * time.Hour
 
 // Errors returned by [New] and [Recruiter.Register]; they wrap a message
 // naming the field.
@@ -72,34 +74,40 @@ type Config struct {
 	MaxConcurrent int
 	// MeterProvider provides the meter. Default: the otel global.
 	MeterProvider metric.MeterProvider
-	// NowFunc is the clock of cool-offs, the breaker, the idle fallback and
-	// LastRun (tests inject one). Default: the wall clock read at New plus
-	// the monotonic time since, which is cheaper to read than time.Now.
-	NowFunc func() time.Time
 	// Prefix starts every Redis key the recruiter writes. Default "worksteal".
 	Prefix string
-	// RandFunc returns the roll of an enlistment, uniform in [0, 1); it must
-	// be safe for concurrent use. A roll below 0 draws the first job, one of
-	// 1 or more (or NaN) is dismissed. Default math/rand/v2.Float64.
-	RandFunc func() float64
 	// RedisTimeout bounds each of the recruiter's own Redis calls (lock,
 	// release, cooldown). Default 500ms.
 	RedisTimeout time.Duration
 	// TracerProvider provides the tracer. Default: the otel global.
 	TracerProvider trace.TracerProvider
+
+	// Set by this repository's tests only (internal/hooks): the roll of an
+	// enlistment, uniform in [0, 1), and the clock of cool-offs, the
+	// breaker, the idle fallback and LastRun.
+	roll func() float64
+	now  func() time.Time
+}
+
+func init() {
+	hooks.RecruiterConfig = func(cfg any, roll func() float64, now func() time.Time) any {
+		c := cfg.(Config)
+		c.roll, c.now = roll, now
+		return c
+	}
 }
 
 func (c Config) withDefaults() Config {
-	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, BreakerCooldownDefault)
-	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, BreakerThresholdDefault)
-	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, MaxConcurrentDefault)
-	c.Prefix = cmp.Or(c.Prefix, PrefixDefault)
-	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
+	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, breakerCooldownDefault)
+	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, breakerThresholdDefault)
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, maxConcurrentDefault)
+	c.Prefix = cmp.Or(c.Prefix, prefixDefault)
+	c.RedisTimeout = cmp.Or(c.RedisTimeout, redisTimeoutDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.RandFunc == nil {
-		c.RandFunc = rand.Float64
+	if c.roll == nil {
+		c.roll = rand.Float64
 	}
 	return c
 }
@@ -135,15 +143,15 @@ func (c Config) validate() error {
 // JobConfig configures one job at [Recruiter.Register].
 type JobConfig struct {
 	// Budget is the most time one slice may take: its context's deadline.
-	// The job's lock lives a little longer (see [LockTTL]). Default 50ms;
-	// at most [BudgetMax].
+	// The job's lock lives a little longer: budget + max(budget/2, 250ms).
+	// Default 50ms; from 1ms to 1m.
 	Budget time.Duration
 	// Every, when positive, makes the job run at most once per Every across
 	// all processes: after a slice that reports no More, the job's lock
 	// stays in Redis as a cooldown until Every has passed since the slice
 	// began. Default 0: the lock is released after each slice. (If Redis
 	// fails just as the cooldown is set, the key keeps only the lock's
-	// TTL, and the job may run again sooner, once.) At most [EveryMax].
+	// TTL, and the job may run again sooner, once.) At most a week.
 	Every time.Duration
 	// Rate is the share of enlistments that draw this job, in (0, 1]. The
 	// rates of all jobs of a recruiter sum to at most 1; the rest of each
@@ -152,7 +160,7 @@ type JobConfig struct {
 }
 
 func (c JobConfig) withDefaults() JobConfig {
-	c.Budget = cmp.Or(c.Budget, BudgetDefault)
+	c.Budget = cmp.Or(c.Budget, budgetDefault)
 	return c
 }
 
@@ -160,23 +168,14 @@ func (c JobConfig) validate(job string) error {
 	switch {
 	case math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > 1:
 		return fmt.Errorf("%w %q: Rate %v is not in (0, 1]", ErrInvalidJob, job, c.Rate)
-	case c.Budget < BudgetMin:
-		return fmt.Errorf("%w %q: Budget %v is below %v", ErrInvalidJob, job, c.Budget, BudgetMin)
-	case c.Budget > BudgetMax:
-		return fmt.Errorf("%w %q: Budget %v is above %v: a slice must stay small", ErrInvalidJob, job, c.Budget, BudgetMax)
+	case c.Budget < budgetMin:
+		return fmt.Errorf("%w %q: Budget %v is below %v", ErrInvalidJob, job, c.Budget, budgetMin)
+	case c.Budget > budgetMax:
+		return fmt.Errorf("%w %q: Budget %v is above %v: a slice must stay small", ErrInvalidJob, job, c.Budget, budgetMax)
 	case c.Every < 0:
 		return fmt.Errorf("%w %q: Every %v is negative", ErrInvalidJob, job, c.Every)
-	case c.Every > EveryMax:
-		return fmt.Errorf("%w %q: Every %v is above %v", ErrInvalidJob, job, c.Every, EveryMax)
+	case c.Every > everyMax:
+		return fmt.Errorf("%w %q: Every %v is above %v", ErrInvalidJob, job, c.Every, everyMax)
 	}
 	return nil
-}
-
-// LockTTL is how long a job's lock lives while a slice of the given budget
-// runs: the budget plus a margin for the round trips that take and release
-// it, garbage-collection pauses and a job a little late to stop. A slice
-// that overruns it has its lock extended while it runs (and a warning
-// logged); a crashed one holds its job for this long.
-func LockTTL(budget time.Duration) time.Duration {
-	return budget + max(budget/2, 250*time.Millisecond)
 }

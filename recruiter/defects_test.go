@@ -14,10 +14,10 @@ import (
 	"github.com/worksteal/worksteal/telemetry"
 )
 
-// TestInlineRunAfterStartsAtOnce: in inline mode RunAfter runs the slice
-// before it returns, whatever done does: a handler that passes its
-// request's Done channel (closed only after it returns) must not stall.
-func TestInlineRunAfterStartsAtOnce(t *testing.T) {
+// TestInlineFinishStartsAtOnce: in inline mode Finish runs the slice
+// before it returns, although the request's context is still open (its
+// Done channel closes only after the handler returns): it must not stall.
+func TestInlineFinishStartsAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, recruiter.Config{Inline: true})
 	var runs atomic.Int32
@@ -26,13 +26,14 @@ func TestInlineRunAfterStartsAtOnce(t *testing.T) {
 		return recruiter.Report{}, nil
 	}), recruiter.JobConfig{Rate: 1})
 
-	never := make(chan struct{}) // a request context still open
+	open, cancel := context.WithCancel(context.Background()) // a request still being served
+	defer cancel()
 	began := time.Now()
-	b.rec.Draw().RunAfter(context.Background(), never)
+	b.rec.Draw().Finish(open, true, func() error { return nil })
 	// Before the fix this waited for done for 5s; a loaded machine takes
 	// milliseconds at most.
 	if took := time.Since(began); runs.Load() != 1 || took > 2*time.Second {
-		t.Fatalf("RunAfter returned after %v with %d runs; want the slice run at once", took, runs.Load())
+		t.Fatalf("Finish returned after %v with %d runs; want the slice run at once", took, runs.Load())
 	}
 }
 
@@ -51,8 +52,8 @@ func TestNilContextIsReportedNotFatal(t *testing.T) {
 
 		var nilCtx context.Context
 		b.rec.Enlist(nilCtx)
-		b.rec.Draw().Run(nilCtx)
-		b.rec.Draw().RunAfter(nilCtx, make(chan struct{}))
+		b.rec.Draw().Finish(nilCtx, true, nil)
+		b.rec.Draw().Finish(nilCtx, true, func() error { return nil })
 		shutdown(t, b.rec) // waits for any slice a nil context might have started
 
 		if got := b.rec.Stats().Misuses; got != 3 {

@@ -55,9 +55,9 @@ func ExampleRecruiter_Register() {
 	}
 }
 
-// Middleware draws before the handler and runs the slice after it: a
+// Middleware draws before the handler and finishes the draw after it: a
 // dismissed request pays a few nanoseconds and nothing else. (This is the
-// shape of package stealhttp, which also captures 204 and 304.)
+// shape of package stealhttp, which also counts 204 and 304.)
 func ExampleRecruiter_Draw() {
 	var rec *recruiter.Recruiter // from recruiter.New
 	middleware := func(next http.Handler) http.Handler {
@@ -67,17 +67,11 @@ func ExampleRecruiter_Draw() {
 				next.ServeHTTP(w, r) // the hot path: untouched
 				return
 			}
-			ctx := recruiter.WithFastExitMarker(r.Context())
+			ctx := draw.Context(r.Context()) // recruiter.MarkFastExit marks it
 			next.ServeHTTP(w, r.WithContext(ctx))
-			if !recruiter.FastExitMarked(ctx) {
-				return
-			}
-			if rec.Inline() {
-				http.NewResponseController(w).Flush() // the client first
-				draw.Run(ctx)
-				return
-			}
-			draw.RunAfter(ctx, ctx.Done()) // once the server is done with the response
+			// In the background once the request's context ends; inline,
+			// after the flush sends the response.
+			draw.Finish(ctx, draw.Marked(ctx), http.NewResponseController(w).Flush)
 		})
 	}
 	_ = middleware

@@ -125,8 +125,7 @@ func TestFailingJobs(t *testing.T) {
 	var roll atomic.Value
 	roll.Store(0.0)
 	clock := newManualClock()
-	b := setup(t, recruiter.Config{Inline: true, Prefix: "failing", NowFunc: clock.Now,
-		RandFunc: func() float64 { return roll.Load().(float64) }})
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "failing"}, func() float64 { return roll.Load().(float64) }, clock.Now))
 	const budget = 40 * time.Millisecond
 	// Each run of the overrunning job: when the Enlist that ran it began,
 	// when the job began, its deadline, and when it saw its context end.
@@ -319,7 +318,7 @@ func TestIdleFallback(t *testing.T) {
 func TestIdleFallbackContinuesABacklog(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock()
-	b := setup(t, recruiter.Config{IdleFallback: 20 * time.Millisecond, NowFunc: clock.Now})
+	b := setup(t, recruiter.Hooked(recruiter.Config{IdleFallback: 20 * time.Millisecond}, nil, clock.Now))
 	var left atomic.Int32
 	left.Store(5)
 	mustRegister(t, b.rec, recruiter.Func("backlog", func(context.Context) (recruiter.Report, error) {

@@ -8,11 +8,10 @@ import (
 // entry is a registered job with its local state. Its fields are set once
 // at registration; the atomics are what draws and slices share.
 type entry struct {
-	job     Job
-	name    string
-	cfg     JobConfig
-	key     string        // {prefix}:lock:{name}
-	lockTTL time.Duration // LockTTL(cfg.Budget)
+	job  Job
+	name string
+	cfg  JobConfig
+	lock jobLock
 
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
 	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
@@ -25,11 +24,10 @@ type entry struct {
 // newEntry takes the name validated at registration: Name is called once.
 func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time) *entry {
 	e := &entry{
-		job:     job,
-		name:    name,
-		cfg:     cfg,
-		key:     prefix + ":lock:" + name,
-		lockTTL: LockTTL(cfg.Budget),
+		job:  job,
+		name: name,
+		cfg:  cfg,
+		lock: jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget)},
 	}
 	e.lastAttempt.Store(now.UnixNano())
 	e.stats.durations.init()

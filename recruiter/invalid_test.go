@@ -81,7 +81,7 @@ func TestWildRollsFollowTheDoc(t *testing.T) {
 		math.Inf(-1): "first", -1e300: "first", math.Copysign(0, -1): "first", 0.3: "second",
 		0.5: "", 1: "", math.Inf(1): "", math.NaN(): "", math.MaxFloat64: "",
 	} {
-		rec := newRecruiter(t, offlineClient(t), recruiter.Config{RandFunc: fixedRoll(roll)}, nil)
+		rec := newRecruiter(t, offlineClient(t), recruiter.Hooked(recruiter.Config{}, fixedRoll(roll), nil), nil)
 		mustRegister(t, rec, recruiter.Func("first", noop), recruiter.JobConfig{Rate: 0.25})
 		mustRegister(t, rec, recruiter.Func("second", noop), recruiter.JobConfig{Rate: 0.25})
 		if got := rec.Draw().Job(); got != want {

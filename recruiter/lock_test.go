@@ -181,7 +181,7 @@ func TestLocalCoolOffBoundsRedisTraffic(t *testing.T) {
 func TestCoolOffEndsWhenTheLockCanBeHad(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock()
-	b := setup(t, recruiter.Config{Inline: true, Prefix: "ends", NowFunc: clock.Now})
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "ends"}, nil, clock.Now))
 	var runs atomic.Int32
 	mustRegister(t, b.rec, recruiter.Func("j", func(context.Context) (recruiter.Report, error) {
 		runs.Add(1)
@@ -208,7 +208,7 @@ func TestCoolOffEndsWhenTheLockCanBeHad(t *testing.T) {
 // once; no backlog with Every keeps the key as the cooldown.
 func TestMoreReleasesTheLock(t *testing.T) {
 	t.Parallel()
-	b := setup(t, recruiter.Config{Inline: true, Prefix: "more", RandFunc: fixedRoll(0)})
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "more"}, fixedRoll(0), nil))
 	var backlog atomic.Int32
 	backlog.Store(3)
 	mustRegister(t, b.rec, recruiter.Func("drain", func(context.Context) (recruiter.Report, error) {
@@ -244,7 +244,7 @@ func TestLockOnCluster(t *testing.T) {
 		rdb := cluster.Client(t)
 		// RedisTimeout 5s: a lock call to a loaded cluster may take longer
 		// than the default 500ms, and would count as an error here.
-		rec := newRecruiter(t, rdb, recruiter.Config{Inline: true, Prefix: "cl", RandFunc: rand.Float64, RedisTimeout: 5 * time.Second}, nil)
+		rec := newRecruiter(t, rdb, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "cl", RedisTimeout: 5 * time.Second}, rand.Float64, nil), nil)
 		for i := range runs {
 			mustRegister(t, rec, recruiter.Func("job"+strconv.Itoa(i), func(ctx context.Context) (recruiter.Report, error) {
 				runs[i].Add(1)

@@ -115,7 +115,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-// fixedRoll returns a RandFunc that always rolls v.
+// fixedRoll returns a roll that is always v.
 func fixedRoll(v float64) func() float64 { return func() float64 { return v } }
 
 // manualClock is an injectable clock that tests move by hand.

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/names"
@@ -20,9 +19,8 @@ import (
 // for concurrent use; create one per process with [New].
 type Recruiter struct {
 	cfg     Config
-	now     func() time.Time // cfg.NowFunc, or a cheaper reading of the monotonic clock
+	now     func() time.Time // cfg.now, or a cheaper reading of the monotonic clock
 	rdb     redis.UniversalClient
-	locker  *redislock.Client
 	tel     *instruments
 	breaker breaker
 
@@ -60,13 +58,12 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 	r := &Recruiter{
 		cfg:     cfg,
 		rdb:     rdb,
-		locker:  redislock.New(rdb),
 		tel:     newInstruments(cfg.TracerProvider, cfg.MeterProvider),
 		breaker: breaker{threshold: int32(cfg.BreakerThreshold), cooldown: cfg.BreakerCooldown},
 		stop:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
-	r.now = cfg.NowFunc
+	r.now = cfg.now
 	if r.now == nil {
 		// time.Since reads only the monotonic clock: half the cost of
 		// time.Now on the drawn path, and immune to wall-clock steps.
@@ -149,7 +146,7 @@ func (d Draw) Job() string {
 // open, all slice slots busy, shut down) is dismissed too.
 func (r *Recruiter) Draw() Draw {
 	jobs := r.jobs.Load()
-	roll := r.cfg.RandFunc()
+	roll := r.cfg.roll()
 	for i, c := range jobs.cumulative {
 		if roll < c {
 			e := jobs.entries[i]
@@ -164,30 +161,50 @@ func (r *Recruiter) Draw() Draw {
 	return Draw{}
 }
 
-// Run hands the drawn slice to the recruiter, after a fast exit: the second
-// step of the two-step form. In background mode it returns at once; in
-// inline mode it returns when the slice has ended. A dismissed Draw does
-// nothing. Run a Draw at most once (a second run is gated: the job is
-// already running here). Errors and panics of the slice never reach the
-// caller.
-func (d Draw) Run(ctx context.Context) { d.RunAfter(ctx, nil) }
+// Context returns the context for a drawn request's handler: ctx with a
+// fast-exit marker that [MarkFastExit] sets, on it or on any context
+// derived from it. Markers nest: a mark reaches every draw whose context
+// the handler's derives from (two recruiters' middlewares around one
+// handler both see it).
+func (d Draw) Context(ctx context.Context) context.Context {
+	return withMarker(ctx)
+}
 
-// RunAfter is [Draw.Run] whose background slice begins only once done is
-// closed. Middleware passes the request context's Done channel, which the
-// server closes when the handler has returned, so that the response is
-// complete before stolen work competes with it. The slice's slot is held
-// meanwhile, for at most a few seconds, or until Shutdown. A nil done, or
-// inline mode, starts at once.
+// Marked reports whether the handler marked ctx, the context that
+// [Draw.Context] returned, as a fast exit.
+func (d Draw) Marked(ctx context.Context) bool { return marked(ctx) }
+
+// Finish hands the drawn slice on once the handler has returned: nothing
+// happens unless fastExit. ctx is the request's context (the one
+// [Draw.Context] returned, or its parent).
 //
-// A nil ctx is a programming error: the slice is dismissed, the first one
-// is logged with its stack, and all are counted in [Stats].Misuses.
-func (d Draw) RunAfter(ctx context.Context, done <-chan struct{}) {
+// In background mode (the default) the slice starts on a goroutine of its
+// own once ctx is done, which servers do when the handler has returned,
+// so that stolen work does not compete with the response; a ctx that is
+// never done holds the slice's slot for at most a few seconds.
+//
+// In inline mode ([Config.Inline]) Finish calls flush, which sends the
+// response to the client, then runs the slice before it returns. A nil
+// flush means there is nothing to send first. When flush fails (the
+// writer cannot flush, as under http.TimeoutHandler), the slice goes to
+// the background instead, so that it never holds the response back.
+//
+// A dismissed Draw does nothing. Finish a Draw at most once (a second is
+// gated: the job is already running here). Errors and panics of the slice
+// never reach the caller. A nil ctx is a programming error: the slice is
+// dismissed, the first one logged with its stack, all counted in
+// [Stats].Misuses.
+func (d Draw) Finish(ctx context.Context, fastExit bool, flush func() error) {
 	switch {
-	case d.e == nil:
+	case d.e == nil || !fastExit:
 	case ctx == nil:
-		d.r.misused("Draw.Run, Draw.RunAfter or Enlist called with a nil context")
+		d.r.misused("Draw.Finish or Enlist called with a nil context")
+	case !d.r.cfg.Inline:
+		d.r.start(ctx, d.e, ctx.Done(), false)
+	case flush != nil && flush() != nil:
+		d.r.start(ctx, d.e, ctx.Done(), false)
 	default:
-		d.r.start(ctx, d.e, done)
+		d.r.start(ctx, d.e, nil, true)
 	}
 }
 
@@ -200,15 +217,12 @@ func (r *Recruiter) misused(what string) {
 	}
 }
 
-// Inline reports whether slices run on the enlisting goroutine
-// ([Config.Inline]); middleware then flushes the response first.
-func (r *Recruiter) Inline() bool { return r.cfg.Inline }
-
-// Enlist offers the caller's time after a fast exit: one roll and, if a job
-// is drawn, one slice of it. It is the one-call form for code that knows
-// it just exited fast; middleware uses [Recruiter.Draw] and [Draw.Run].
+// Enlist offers the caller's time after a fast exit: one roll and, if a
+// job is drawn, one slice of it, run as [Draw.Finish] runs it (in the
+// background, once ctx is done). It is the one-call form for code that
+// knows it just exited fast; middleware uses [Recruiter.Draw].
 func (r *Recruiter) Enlist(ctx context.Context) {
-	r.Draw().Run(ctx)
+	r.Draw().Finish(ctx, true, nil)
 }
 
 // open reports whether e could run now, from this process's own state.
@@ -229,12 +243,10 @@ func (r *Recruiter) open(e *entry) bool {
 const afterWaitMax = 5 * time.Second
 
 // start takes a slot and the job (one slice of a job per process at a
-// time), then, once after is closed (background mode), passes the gates
-// again, as state may have changed since the draw, and runs the slice.
-func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}) {
-	if r.cfg.Inline {
-		after = nil // the middleware flushed already: waiting would stall the request
-	}
+// time), then, on the caller's goroutine (inline) or a new one once after
+// is closed, passes the gates again, as state may have changed since the
+// draw, and runs the slice.
+func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}, inline bool) {
 	e.lastAttempt.Store(r.now().UnixNano())
 	if !r.takeSlot() {
 		e.stats.gatedLater.Add(1)
@@ -257,7 +269,7 @@ func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}) 
 		}
 		r.releaseSlot()
 	}
-	if r.cfg.Inline {
+	if inline {
 		run()
 		return
 	}

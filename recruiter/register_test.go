@@ -146,7 +146,7 @@ func TestRollDistribution(t *testing.T) {
 	const n = 10_000
 	var i int
 	sweep := func() float64 { v := float64(i) / n; i++; return v }
-	rec := newRecruiter(t, offlineClient(t), recruiter.Config{RandFunc: sweep}, nil)
+	rec := newRecruiter(t, offlineClient(t), recruiter.Hooked(recruiter.Config{}, sweep, nil), nil)
 	rates := map[string]float64{"a": 0.1, "b": 0.25, "c": 0.005}
 	for _, name := range []string{"a", "b", "c"} {
 		mustRegister(t, rec, recruiter.Func(name, noop), recruiter.JobConfig{Rate: rates[name]})
@@ -189,7 +189,7 @@ func TestRollDistributionDefaultRandom(t *testing.T) {
 }
 
 func TestDismissedDrawAllocatesNothing(t *testing.T) {
-	rec := newRecruiter(t, offlineClient(t), recruiter.Config{RandFunc: fixedRoll(0.99)}, nil)
+	rec := newRecruiter(t, offlineClient(t), recruiter.Hooked(recruiter.Config{}, fixedRoll(0.99), nil), nil)
 	mustRegister(t, rec, recruiter.Func("rare", noop), recruiter.JobConfig{Rate: 0.01})
 	mustRegister(t, rec, recruiter.Func("rarer", noop), recruiter.JobConfig{Rate: 0.001})
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -204,19 +204,51 @@ func TestDismissedDrawAllocatesNothing(t *testing.T) {
 
 func TestMarkFastExit(t *testing.T) {
 	t.Parallel()
+	rec := newRecruiter(t, offlineClient(t), recruiter.Hooked(recruiter.Config{}, fixedRoll(0), nil), nil)
+	mustRegister(t, rec, recruiter.Func("marked", func(context.Context) (recruiter.Report, error) {
+		return recruiter.Report{}, nil
+	}), recruiter.JobConfig{Rate: 1})
+	draw := rec.Draw()
 	plain := context.Background()
 	recruiter.MarkFastExit(plain) // no marker: nothing happens, no panic
-	if recruiter.FastExitMarked(plain) {
+	var nilCtx context.Context
+	recruiter.MarkFastExit(nilCtx) // nor on a nil one
+	if draw.Marked(plain) {
 		t.Fatal("a context without a marker reports a fast exit")
 	}
-	marked := recruiter.WithFastExitMarker(plain)
-	if recruiter.FastExitMarked(marked) {
+	marked := draw.Context(plain)
+	if draw.Marked(marked) {
 		t.Fatal("a fresh marker reports a fast exit")
 	}
 	child, cancel := context.WithCancel(marked)
 	defer cancel()
 	recruiter.MarkFastExit(child) // a handler marks its derived context
-	if !recruiter.FastExitMarked(marked) {
+	if !draw.Marked(marked) {
 		t.Fatal("MarkFastExit on a derived context was not seen through the marker's context")
+	}
+}
+
+// TestNestedMarkersAllSeeTheMark: two draws around one handler (two
+// recruiters' middlewares, say), both drawn: a mark on the innermost
+// context reaches both, not only the inner one.
+func TestNestedMarkersAllSeeTheMark(t *testing.T) {
+	t.Parallel()
+	rec := newRecruiter(t, offlineClient(t), recruiter.Hooked(recruiter.Config{}, fixedRoll(0), nil), nil)
+	mustRegister(t, rec, recruiter.Func("nested", func(context.Context) (recruiter.Report, error) {
+		return recruiter.Report{}, nil
+	}), recruiter.JobConfig{Rate: 1})
+	outer, inner := rec.Draw(), rec.Draw()
+	outerCtx := outer.Context(context.Background())
+	innerCtx := inner.Context(context.WithValue(outerCtx, struct{}{}, "between"))
+	recruiter.MarkFastExit(innerCtx)
+	if !inner.Marked(innerCtx) || !outer.Marked(outerCtx) {
+		t.Fatalf("inner marked %v, outer marked %v; want both", inner.Marked(innerCtx), outer.Marked(outerCtx))
+	}
+	// A mark on the outer context alone is not the inner draw's.
+	outerCtx = outer.Context(context.Background())
+	innerCtx = inner.Context(outerCtx)
+	recruiter.MarkFastExit(outerCtx)
+	if inner.Marked(innerCtx) || !outer.Marked(outerCtx) {
+		t.Fatalf("inner marked %v, outer marked %v; want only the outer", inner.Marked(innerCtx), outer.Marked(outerCtx))
 	}
 }

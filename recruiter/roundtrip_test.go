@@ -18,8 +18,7 @@ func TestRoundTripsPerSlice(t *testing.T) {
 	clock := newManualClock()
 	var roll atomic.Value
 	roll.Store(0.0)
-	b := setup(t, recruiter.Config{Inline: true, Prefix: "rt", NowFunc: clock.Now,
-		RandFunc: func() float64 { return roll.Load().(float64) }})
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "rt"}, func() float64 { return roll.Load().(float64) }, clock.Now))
 	counter := &redistest.RoundTrips{}
 	b.rdb.AddHook(counter)
 	mustRegister(t, b.rec, recruiter.Func("plain", noop), recruiter.JobConfig{Rate: 0.4})

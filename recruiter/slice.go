@@ -9,26 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-
-	"github.com/bsm/redislock"
-	"github.com/redis/go-redis/v9"
 )
-
-// The probe is read-only, but Run rather than RunRO: EVALSHA_RO needs
-// Redis 7, and the recruiter works with 6.2 too.
-var (
-	//go:embed probe.lua
-	probeSource string
-	probeScript = redis.NewScript(probeSource)
-
-	//go:embed cooldown.lua
-	cooldownSource string
-	cooldownScript = redis.NewScript(cooldownSource)
-)
-
-// cooldownValue marks a job's lock key as a cooldown rather than a running
-// slice; redislock tokens are random base64, so they never equal it.
-const cooldownValue = "cooldown"
 
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
@@ -43,23 +24,23 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry) (hung bool) {
 
 // hungAfter is how long a slice may run before it counts as hung: twice
 // its lock's TTL, when its budget and every margin are long spent.
-func hungAfter(e *entry) time.Duration { return 2 * e.lockTTL }
+func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
 
 func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung bool) {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	lock, err := r.locker.Obtain(lctx, e.key, e.lockTTL, nil)
+	token, ok, err := e.lock.obtain(lctx, r.rdb)
 	cancel()
 	switch {
-	case errors.Is(err, redislock.ErrNotObtained):
-		r.breaker.succeed()
-		return r.skip(ctx, e), false
 	case err != nil:
-		err = fmt.Errorf("recruiter: obtain lock %s: %w", e.key, err)
+		err = fmt.Errorf("recruiter: obtain lock %s: %w", e.lock.key, err)
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
+	case !ok:
+		r.breaker.succeed()
+		return r.skip(ctx, e), false
 	}
 	r.breaker.succeed()
-	stopGuard := r.guardLock(ctx, e, lock)
+	stopGuard := r.guardLock(ctx, e, token)
 	// The job runs on a goroutine of its own so that a job that never
 	// returns costs its process one goroutine, not a slot (and, inline, not
 	// the request).
@@ -70,7 +51,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung boo
 	select {
 	case res := <-ran:
 		stopGuard()
-		r.finish(ctx, e, lock, res)
+		r.finish(ctx, e, token, res)
 		return res, false
 	case <-timer.C:
 	}
@@ -84,7 +65,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung boo
 	go func() {
 		res := <-ran
 		stopGuard()
-		r.finish(ctx, e, lock, res)
+		r.finish(ctx, e, token, res)
 		r.cfg.Logger.WarnContext(ctx, "worksteal: hung slice returned; the job can run again",
 			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.String("outcome", string(res.Outcome)))
 		r.hanging.Add(-1)
@@ -97,7 +78,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung boo
 // alive for as long as the slice runs, so that no other process starts the
 // job beside it, and says so in the log. A process that dies leaves the
 // lock to expire, within twice its usual TTL. It returns the function that stops it.
-func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Lock) (stop func()) {
+func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop func()) {
 	var (
 		mu      sync.Mutex
 		stopped bool
@@ -108,7 +89,7 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Loc
 		// Twice the usual life, renewed every half life: a refresh may come
 		// late on a loaded machine without another process taking the job.
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-		err := lock.Refresh(rctx, 2*e.lockTTL, nil)
+		err := e.lock.refresh(rctx, r.rdb, token, 2*e.lock.ttl)
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
@@ -117,7 +98,7 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Loc
 		}
 		log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget))
 		switch {
-		case errors.Is(err, redislock.ErrNotObtained):
+		case errors.Is(err, errLockNotHeld):
 			log.ErrorContext(ctx, "worksteal: an overrunning slice lost its lock: another process may run the job beside it")
 			return
 		case err != nil:
@@ -127,12 +108,12 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, lock *redislock.Loc
 			warned = true
 			log.WarnContext(ctx, "worksteal: slice overran its budget; its lock is extended while it runs")
 		}
-		timer.Reset(e.lockTTL / 2)
+		timer.Reset(e.lock.ttl / 2)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	// Half the margin past the budget: a prompt job has released by then.
-	timer = time.AfterFunc(e.cfg.Budget+(e.lockTTL-e.cfg.Budget)/2, extend)
+	timer = time.AfterFunc(e.cfg.Budget+(e.lock.ttl-e.cfg.Budget)/2, extend)
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -147,38 +128,31 @@ func (r *Recruiter) skip(ctx context.Context, e *entry) result {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
-	reply, err := probeScript.Run(pctx, r.rdb, []string{e.key}, cooldownValue).Int64Slice()
-	if err == nil && len(reply) != 2 {
-		err = fmt.Errorf("unexpected reply %v", reply)
-	}
+	state, pttl, err := e.lock.probe(pctx, r.rdb)
 	if err != nil {
-		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.key, err))
-		e.coolOff(now.Add(e.lockTTL))
+		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.lock.key, err))
+		e.coolOff(now.Add(e.lock.ttl))
 		return result{Outcome: OutcomeSkippedLocked}
 	}
 	r.breaker.succeed()
-	// A TTL past EveryMax is an operator's pause, not a slice or a
-	// cooldown of ours: look again after EveryMax. The bound also keeps
-	// the milliseconds and the cool-off's unix nanoseconds from overflowing.
-	state, pttl := reply[0], time.Duration(min(reply[1], EveryMax.Milliseconds()))*time.Millisecond
 	var wait time.Duration
 	switch {
 	case pttl < 0:
 		// A key without expiry (an operator pausing the job, say): not
 		// ours to judge; ask again after the longer of a lock's life and Every.
-		wait = max(e.lockTTL, e.cfg.Every)
-	case state == 2:
+		wait = max(e.lock.ttl, e.cfg.Every)
+	case state == lockResting:
 		wait = pttl
 	default:
 		// A running slice ends at its budget, a margin before its lock
 		// expires; past that it overruns, and the lock's expiry is the bound.
-		wait = pttl - (e.lockTTL - e.cfg.Budget)
+		wait = pttl - (e.lock.ttl - e.cfg.Budget)
 		if wait <= 0 {
 			wait = pttl
 		}
 	}
 	e.coolOff(now.Add(wait))
-	if state == 2 {
+	if state == lockResting {
 		return result{Outcome: OutcomeSkippedCooldown}
 	}
 	return result{Outcome: OutcomeSkippedLocked}
@@ -243,7 +217,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 // backlog, kept as the cluster-wide cooldown when the job has Every, else
 // released, with this process resting the job for one budget so that an
 // idle job cannot turn request traffic into Redis traffic.
-func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, res result) {
+func (r *Recruiter) finish(ctx context.Context, e *entry, token string, res result) {
 	e.backlog.Store(res.Outcome == OutcomeRan && res.More)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
@@ -253,24 +227,20 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, lock *redislock.Lock, 
 	var err error
 	switch {
 	case res.Outcome == OutcomeRan && res.More:
-		err = lock.Release(fctx)
+		err = e.lock.release(fctx, r.rdb, token)
 	case remaining > time.Millisecond:
 		e.coolOff(now.Add(remaining))
-		var set int64
-		set, err = cooldownScript.Run(fctx, r.rdb, []string{e.key}, lock.Token()+lock.Metadata(), cooldownValue, remaining.Milliseconds()).Int64()
-		if err == nil && set == 0 {
-			err = redislock.ErrLockNotHeld
-		}
+		err = e.lock.rest(fctx, r.rdb, token, remaining)
 	default:
 		e.coolOff(now.Add(e.cfg.Budget))
-		err = lock.Release(fctx)
+		err = e.lock.release(fctx, r.rdb, token)
 	}
 	switch {
-	case errors.Is(err, redislock.ErrLockNotHeld):
+	case errors.Is(err, errLockNotHeld):
 		r.cfg.Logger.WarnContext(ctx, "worksteal: the job's lock was no longer this slice's at its end: it expired (another process may have run the job meanwhile), or a retried release had already removed it",
-			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.Duration("lock_ttl", e.lockTTL))
+			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.Duration("lock_ttl", e.lock.ttl))
 	case err != nil:
-		r.redisFailed(ctx, e, fmt.Errorf("recruiter: release lock %s: %w", e.key, err))
+		r.redisFailed(ctx, e, fmt.Errorf("recruiter: release lock %s: %w", e.lock.key, err))
 	default:
 		r.breaker.succeed()
 	}

@@ -29,7 +29,7 @@ func TestRecruitmentTelemetry(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 
 	clock := newManualClock()
-	b := setup(t, recruiter.Config{Inline: true, Prefix: "tel", TracerProvider: tp, MeterProvider: mp, NowFunc: clock.Now})
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "tel", TracerProvider: tp, MeterProvider: mp}, nil, clock.Now))
 	var jobSpan trace.SpanContext
 	var panicNext bool
 	mustRegister(t, b.rec, recruiter.Func("traced", func(ctx context.Context) (recruiter.Report, error) {

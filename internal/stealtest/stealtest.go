@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/telemetry"
@@ -55,14 +56,15 @@ func New(t testing.TB, inline bool) *Rig {
 	rig.Dismiss()
 	rig.SetJob(func(context.Context) (recruiter.Report, error) { return recruiter.Report{Items: 1, More: true}, nil })
 	rdb := redistest.Start(t).Client(t)
-	rec, err := recruiter.New(rdb, recruiter.Config{
+	cfg := recruiter.Config{
 		Inline:         inline,
 		Prefix:         "stealtest",
-		RandFunc:       func() float64 { return math.Float64frombits(rig.roll.Load()) },
-		NowFunc:        func() time.Time { return time.Now().Add(time.Duration(rig.skew.Load())) },
 		TracerProvider: rig.Tracer,
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	rec, err := recruiter.New(rdb, hooks.RecruiterConfig(cfg,
+		func() float64 { return math.Float64frombits(rig.roll.Load()) },
+		func() time.Time { return time.Now().Add(time.Duration(rig.skew.Load())) }).(recruiter.Config))
 	if err != nil {
 		t.Fatal(err)
 	}

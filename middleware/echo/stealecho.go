@@ -72,33 +72,29 @@ func (s *stealer) serveDrawn(c echo.Context, draw recruiter.Draw, next echo.Hand
 	// The marker context is a value-only child of the request's: same
 	// deadline, Done channel and values, so leaving it on the request after
 	// the chain (for the error handler and outer middleware) changes nothing.
-	ctx := recruiter.WithFastExitMarker(c.Request().Context())
+	ctx := draw.Context(c.Request().Context())
 	c.SetRequest(c.Request().WithContext(ctx))
+	// The writer as the chain got it: middleware inside (echo's Gzip) may
+	// swap its own in and return it to a pool before the chain returns.
+	w := c.Response().Writer
 	err := next(c)
 
 	exit := Exit{
 		Context: c,
 		Status:  status(c.Response(), err),
 		Err:     err,
-		Marked:  recruiter.FastExitMarked(ctx),
+		Marked:  draw.Marked(ctx),
 		Elapsed: time.Since(began),
 	}
-	if !s.classify(exit) {
-		return err
-	}
-	if s.rec.Inline() {
+	draw.Finish(ctx, s.classify(exit), func() error {
 		// An error's response is written by echo's HTTPErrorHandler after
-		// the chain, so there is nothing to flush yet: flushing would commit
-		// an empty 200 in its place. The flush goes to the writer under
-		// echo's Response, whose own Flush panics where flushing is not
-		// supported.
-		if resp := c.Response(); err == nil && resp.Committed {
-			_ = http.NewResponseController(resp.Writer).Flush()
+		// the chain, so there is nothing to send yet: flushing would commit
+		// an empty 200 in its place.
+		if err != nil || !c.Response().Committed {
+			return nil
 		}
-		draw.Run(ctx)
-		return err
-	}
-	draw.RunAfter(ctx, ctx.Done())
+		return http.NewResponseController(w).Flush()
+	})
 	return err
 }
 

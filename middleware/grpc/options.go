@@ -13,7 +13,7 @@ type Exit struct {
 	FullMethod string        // "/package.Service/Method"
 	Request    any           // the request message; nil for a stream
 	Response   any           // the response message; nil for a stream or after an error
-	Code       codes.Code    // the code the client receives: OK, the error's status code, or Canceled/DeadlineExceeded/Unknown as gRPC maps other errors
+	Code       codes.Code    // the handler's outcome as a code: the error's status code (Canceled, DeadlineExceeded or Unknown as gRPC maps other errors), DeadlineExceeded or Canceled if the RPC's context ended first, else OK; a response that then fails to marshal reaches the client as Internal, which no interceptor sees
 	Err        error         // the handler's error, as returned
 	Marked     bool          // the handler called recruiter.MarkFastExit
 	Elapsed    time.Duration // from the draw to the handler's return
@@ -48,7 +48,17 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	classifier Classifier
-	filter     func(ctx context.Context, fullMethod string) bool
+	filters    []func(ctx context.Context, fullMethod string) bool
+}
+
+// keep reports whether every filter keeps the RPC.
+func (o *options) keep(ctx context.Context, fullMethod string) bool {
+	for _, f := range o.filters {
+		if !f(ctx, fullMethod) {
+			return false
+		}
+	}
+	return true
 }
 
 var defaultOptions = options{classifier: DefaultClassifier}
@@ -76,11 +86,16 @@ func WithClassifier(c Classifier) Option {
 	})
 }
 
-// WithFilter excludes RPCs from recruitment: only RPCs for which filter
-// returns true may run a slice (as otelgrpc's filters do). It is consulted
-// after the draw, so dismissed RPCs never pay for it; the effective rate of
-// a job is its rate times the share of RPCs the filter keeps. ctx is the
-// RPC's context, with its incoming metadata, peer and deadline.
+// WithFilter excludes RPCs from recruitment: only RPCs for which every
+// filter returns true may run a slice (filters add up); a nil filter is
+// ignored. Filters are consulted after the draw, so dismissed RPCs never
+// pay for them; the effective rate of a job is its rate times the share of
+// RPCs the filters keep. ctx is the RPC's context, with its incoming
+// metadata, peer and deadline.
 func WithFilter(filter func(ctx context.Context, fullMethod string) bool) Option {
-	return optionFunc(func(o *options) { o.filter = filter })
+	return optionFunc(func(o *options) {
+		if filter != nil {
+			o.filters = append(o.filters, filter)
+		}
+	})
 }

@@ -19,10 +19,10 @@ func UnaryServerInterceptor(rec *recruiter.Recruiter, opts ...Option) grpc.Unary
 	o := evaluateOptions(opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		draw := rec.Draw()
-		if !draw.Recruited() || o.filter != nil && !o.filter(ctx, info.FullMethod) {
+		if !draw.Recruited() || !o.keep(ctx, info.FullMethod) {
 			return handler(ctx, req)
 		}
-		return serveUnaryDrawn(ctx, rec, draw, o.classifier, req, info, handler)
+		return serveUnaryDrawn(ctx, draw, o.classifier, req, info, handler)
 	}
 }
 
@@ -33,34 +33,32 @@ func StreamServerInterceptor(rec *recruiter.Recruiter, opts ...Option) grpc.Stre
 	o := evaluateOptions(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		draw := rec.Draw()
-		if !draw.Recruited() || o.filter != nil && !o.filter(ss.Context(), info.FullMethod) {
+		if !draw.Recruited() || !o.keep(ss.Context(), info.FullMethod) {
 			return handler(srv, ss)
 		}
-		return serveStreamDrawn(rec, draw, o.classifier, srv, ss, info, handler)
+		return serveStreamDrawn(draw, o.classifier, srv, ss, info, handler)
 	}
 }
 
 // serveUnaryDrawn observes a drawn unary RPC and hands its slice on after a
 // fast exit. It is apart from the hot path so that the closure stays small.
-func serveUnaryDrawn(ctx context.Context, rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifier,
+func serveUnaryDrawn(ctx context.Context, draw recruiter.Draw, classify Classifier,
 	req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	began := time.Now()
-	ctx = recruiter.WithFastExitMarker(ctx)
+	ctx = draw.Context(ctx)
 	resp, err := handler(ctx, req)
 	exit := Exit{
 		FullMethod: info.FullMethod,
 		Request:    req,
-		Code:       codeOf(err),
+		Code:       codeOf(ctx, err),
 		Err:        err,
-		Marked:     recruiter.FastExitMarked(ctx),
+		Marked:     draw.Marked(ctx),
 		Elapsed:    time.Since(began),
 	}
 	if err == nil {
 		exit.Response = resp // gRPC sends no response with an error
 	}
-	if classify(exit) {
-		handOver(ctx, rec, draw)
-	}
+	draw.Finish(ctx, classify(exit), nil)
 	return resp, err
 }
 
@@ -73,42 +71,37 @@ type markedStream struct {
 
 func (s *markedStream) Context() context.Context { return s.ctx }
 
-func serveStreamDrawn(rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifier,
+// In the background a slice waits for the RPC's context to end: gRPC
+// cancels it when it hands the RPC's status to the transport, after the
+// response and after every interceptor has returned. Inline it runs
+// before the interceptor returns (no flush): an interceptor cannot have a
+// unary response, or a stream's status, sent before it returns.
+func serveStreamDrawn(draw recruiter.Draw, classify Classifier,
 	srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	began := time.Now()
-	ctx := recruiter.WithFastExitMarker(ss.Context())
+	ctx := draw.Context(ss.Context())
 	err := handler(srv, &markedStream{ServerStream: ss, ctx: ctx})
 	exit := Exit{
 		FullMethod: info.FullMethod,
-		Code:       codeOf(err),
+		Code:       codeOf(ctx, err),
 		Err:        err,
-		Marked:     recruiter.FastExitMarked(ctx),
+		Marked:     draw.Marked(ctx),
 		Elapsed:    time.Since(began),
 		Stream:     true,
 	}
-	if classify(exit) {
-		handOver(ctx, rec, draw)
-	}
+	draw.Finish(ctx, classify(exit), nil)
 	return err
 }
 
-// handOver gives the slice to the recruiter. In the background it waits
-// for the RPC's context to end: gRPC cancels it when it hands the RPC's
-// status to the transport, after the response and after every interceptor
-// has returned. Inline, it runs now: an interceptor cannot have a unary
-// response, or a stream's status, sent before it returns.
-func handOver(ctx context.Context, rec *recruiter.Recruiter, draw recruiter.Draw) {
-	if rec.Inline() {
-		draw.Run(ctx)
-		return
-	}
-	draw.RunAfter(ctx, ctx.Done())
-}
-
-// codeOf is the code gRPC sends for a handler's error: a status error's
-// own, a context error's (Canceled, DeadlineExceeded), else Unknown.
-func codeOf(err error) codes.Code {
+// codeOf is the code gRPC sends for a handler's outcome: a status error's
+// own, a context error's (Canceled, DeadlineExceeded), else Unknown; for
+// no error, OK, unless the RPC's context ended first: then its deadline
+// or cancellation is what the client saw.
+func codeOf(ctx context.Context, err error) codes.Code {
 	if err == nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return status.FromContextError(ctxErr).Code()
+		}
 		return codes.OK
 	}
 	if s, ok := status.FromError(err); ok {

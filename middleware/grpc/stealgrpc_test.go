@@ -79,7 +79,7 @@ func TestDrawnRPCs(t *testing.T) {
 				t.Errorf("drawn %s %s: the client got %s, want %s", kind, tc.service, got, wantStatus)
 			}
 			<-without.probes
-			if p := <-with.probes; p.handlerCtx == p.ctx || recruiter.FastExitMarked(p.handlerCtx) != (tc.service != "slow") {
+			if p := <-with.probes; p.handlerCtx == p.ctx || (recruiter.Draw{}).Marked(p.handlerCtx) != (tc.service != "slow") {
 				t.Errorf("drawn %s %s: the handler's context has no fast-exit marker, or a wrong mark", kind, tc.service)
 			}
 			rig.Settle(t)

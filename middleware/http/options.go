@@ -30,7 +30,17 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	classifier Classifier
-	filter     func(*http.Request) bool
+	filters    []func(*http.Request) bool
+}
+
+// keep reports whether every filter keeps r.
+func (o *options) keep(r *http.Request) bool {
+	for _, f := range o.filters {
+		if !f(r) {
+			return false
+		}
+	}
+	return true
 }
 
 type optionFunc func(*options)
@@ -47,10 +57,14 @@ func WithClassifier(c Classifier) Option {
 }
 
 // WithFilter excludes requests from recruitment: only requests for which
-// filter returns true may run a slice (as otelhttp's filters do). It is
-// consulted after the draw, so dismissed requests never pay for it; the
-// effective rate of a job is its rate times the share of requests the
-// filter keeps.
+// every filter returns true may run a slice (as otelhttp's filters add
+// up); a nil filter is ignored. Filters are consulted after the draw, so
+// dismissed requests never pay for them; the effective rate of a job is
+// its rate times the share of requests the filters keep.
 func WithFilter(filter func(*http.Request) bool) Option {
-	return optionFunc(func(o *options) { o.filter = filter })
+	return optionFunc(func(o *options) {
+		if filter != nil {
+			o.filters = append(o.filters, filter)
+		}
+	})
 }

@@ -1,7 +1,9 @@
 package stealhttp
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -26,21 +28,21 @@ func Middleware(rec *recruiter.Recruiter, opts ...Option) func(http.Handler) htt
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			draw := rec.Draw()
-			if !draw.Recruited() || o.filter != nil && !o.filter(r) {
+			if !draw.Recruited() || !o.keep(r) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			serveDrawn(rec, draw, o.classifier, next, w, r)
+			serveDrawn(draw, o.classifier, next, w, r)
 		})
 	}
 }
 
 // serveDrawn observes a drawn request and hands its slice on after a fast
 // exit. It is apart from the hot path so that the closure stays small.
-func serveDrawn(rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifier, next http.Handler, w http.ResponseWriter, r *http.Request) {
+func serveDrawn(draw recruiter.Draw, classify Classifier, next http.Handler, w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
-	r = r.WithContext(recruiter.WithFastExitMarker(r.Context()))
-	status := 0
+	r = r.WithContext(draw.Context(r.Context()))
+	status, hijacked := 0, false
 	capture := func(code int) {
 		// 1xx are interim (103 Early Hints); the first final status counts.
 		if status == 0 && code >= 200 {
@@ -57,21 +59,28 @@ func serveDrawn(rec *recruiter.Recruiter, draw recruiter.Draw, classify Classifi
 		ReadFrom: func(next httpsnoop.ReadFromFunc) httpsnoop.ReadFromFunc {
 			return func(src io.Reader) (int64, error) { capture(http.StatusOK); return next(src) }
 		},
+		// A flush commits the status written so far: 200 if none.
+		Flush: func(next httpsnoop.FlushFunc) httpsnoop.FlushFunc {
+			return func() { capture(http.StatusOK); next() }
+		},
+		Hijack: func(next httpsnoop.HijackFunc) httpsnoop.HijackFunc {
+			return func() (net.Conn, *bufio.ReadWriter, error) {
+				conn, rw, err := next()
+				hijacked = hijacked || err == nil
+				return conn, rw, err
+			}
+		},
 	})
 	next.ServeHTTP(ww, r)
 
-	exit := Exit{Request: r, Status: status, Marked: recruiter.FastExitMarked(r.Context()), Elapsed: time.Since(began)}
+	exit := Exit{Request: r, Status: status, Marked: draw.Marked(r.Context()), Elapsed: time.Since(began)}
 	if exit.Status == 0 {
 		exit.Status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
-	if !classify(exit) {
-		return
-	}
-	ctx := r.Context()
-	if rec.Inline() {
-		_ = http.NewResponseController(w).Flush() // the client gets the response before the slice
-		draw.Run(ctx)
-		return
-	}
-	draw.RunAfter(ctx, ctx.Done())
+	draw.Finish(r.Context(), classify(exit), func() error {
+		if hijacked {
+			return nil // the connection is the handler's: nothing of ours to send
+		}
+		return http.NewResponseController(w).Flush()
+	})
 }

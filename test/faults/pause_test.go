@@ -12,7 +12,6 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
-	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/test/rig"
 )
 
@@ -62,7 +61,7 @@ func TestPausedLockHolder(t *testing.T) {
 		return false
 	})
 	frozenAt := time.Now()
-	lockTTL := recruiter.LockTTL(spec.Budget)
+	lockTTL := spec.Budget + max(spec.Budget/2, 250*time.Millisecond) // the lock's TTL: budget + max(budget/2, 250ms)
 
 	second := startWorker(t, spec, dir, 1)
 	var takenBy string // the claim under which the frozen item was settled

@@ -120,7 +120,7 @@ func flood(t *testing.T, n int, fast, tcp bool, spread time.Duration) floodResul
 			return recruiter.Report{Items: 1}, nil
 		})
 	}
-	if err := rec.Register(job("every", recruiter.BudgetDefault), recruiter.JobConfig{Rate: 0.5, Every: everyInterval}); err != nil {
+	if err := rec.Register(job("every", 50*time.Millisecond), recruiter.JobConfig{Rate: 0.5, Every: everyInterval}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Register(job("rest", restBudget), recruiter.JobConfig{Rate: 0.5, Budget: restBudget}); err != nil {

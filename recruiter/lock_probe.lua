@@ -1,6 +1,6 @@
--- After a failed lock attempt: why was the job's lock held, and for how long?
+-- Probe: after a failed lock attempt, why was the job's lock held, and for how long?
 -- KEYS[1]: the job's lock key
--- ARGV[1]: the value that marks a cooldown (a running slice's value is its lock token)
+-- ARGV[1]: the value that marks a cooldown (a running slice's value is its token)
 -- Returns {state, pttl}: state 0 = gone (released meanwhile), 1 = a slice runs, 2 = cooldown;
 -- pttl in milliseconds, -1 if the key has no expiry.
 local value = redis.call('GET', KEYS[1])
