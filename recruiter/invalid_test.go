@@ -73,7 +73,7 @@ func TestJobConfigBoundsAreExact(t *testing.T) {
 	}
 }
 
-// Any roll, however wild, follows RandFunc's doc: below 0 draws the first
+// Any roll, however wild, follows the draw's rule: below 0 draws the first
 // job; 1 or more, or NaN, is dismissed. None panics.
 func TestWildRollsFollowTheDoc(t *testing.T) {
 	t.Parallel()
