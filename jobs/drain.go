@@ -185,8 +185,8 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 // handler's context ends leaseMargin before the lease: a settle or release
 // that reaches Redis after the lease is thrown away (Tidy hands the items
 // back, counting the attempt, and another claim may own them by then).
-func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item, leaseEnd time.Time) []queue.Outcome {
-	outcomes := make([]queue.Outcome, 0, len(items))
+func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item, leaseEnd time.Time) []queue.Settlement {
+	outcomes := make([]queue.Settlement, 0, len(items))
 	for _, it := range items {
 		if ctx.Err() != nil {
 			break
@@ -206,7 +206,7 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item
 		s.busy += took
 		s.slowest = max(s.slowest, took)
 		s.started++
-		outcomes = append(outcomes, queue.Outcome{Item: it, Result: result, Err: err})
+		outcomes = append(outcomes, queue.Settlement{Item: it, Result: result, Err: err})
 	}
 	return outcomes
 }
@@ -246,7 +246,7 @@ func (j *drainJob) claim(ctx context.Context, n int) ([]queue.Item, error) {
 // they touch different items, and both must reach Redis before the lease
 // ends, so one round trip should fit both. It returns how many items were
 // settled and how many released.
-func (j *drainJob) finish(ctx context.Context, outcomes []queue.Outcome, unstarted []queue.Item) (settled, released int, err error) {
+func (j *drainJob) finish(ctx context.Context, outcomes []queue.Settlement, unstarted []queue.Item) (settled, released int, err error) {
 	var settleErr, releaseErr error
 	var releasing sync.WaitGroup
 	if len(unstarted) > 0 {

@@ -186,9 +186,9 @@ func reclaimAll(t *testing.T, q *queue.Queue) []queue.Item {
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
-	outcomes := make([]queue.Outcome, len(items))
+	outcomes := make([]queue.Settlement, len(items))
 	for i, it := range items {
-		outcomes[i] = queue.Outcome{Item: it, Result: []byte("checked")}
+		outcomes[i] = queue.Settlement{Item: it, Result: []byte("checked")}
 	}
 	if st, err := q.Settle(context.Background(), outcomes...); err != nil || st.Acked != len(items) {
 		t.Fatalf("acking the %d reclaimed items: %+v, %v", len(items), st, err)

@@ -118,18 +118,18 @@ func TestPromoteDueMovesDueItems(t *testing.T) {
 	}
 }
 
-func outcomes(items []queue.Item) []queue.Outcome {
-	out := make([]queue.Outcome, len(items))
+func outcomes(items []queue.Item) []queue.Settlement {
+	out := make([]queue.Settlement, len(items))
 	for i, it := range items {
-		out[i] = queue.Outcome{Item: it, Result: []byte("ok")}
+		out[i] = queue.Settlement{Item: it, Result: []byte("ok")}
 	}
 	return out
 }
 
-func failures(items []queue.Item, cause string) []queue.Outcome {
-	out := make([]queue.Outcome, len(items))
+func failures(items []queue.Item, cause string) []queue.Settlement {
+	out := make([]queue.Settlement, len(items))
 	for i, it := range items {
-		out[i] = queue.Outcome{Item: it, Err: errors.New(cause)}
+		out[i] = queue.Settlement{Item: it, Err: errors.New(cause)}
 	}
 	return out
 }

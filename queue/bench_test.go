@@ -50,7 +50,7 @@ func BenchmarkClaimAck(b *testing.B) {
 		fill(b, q, b.N)
 		rt.Store(0)
 		b.ResetTimer()
-		outcomes := make([]queue.Outcome, 0, batch)
+		outcomes := make([]queue.Settlement, 0, batch)
 		for done := 0; done < b.N; {
 			items, err := q.Claim(ctx, min(batch, b.N-done))
 			if err != nil || len(items) == 0 {
@@ -65,7 +65,7 @@ func BenchmarkClaimAck(b *testing.B) {
 			} else {
 				outcomes = outcomes[:0]
 				for _, it := range items {
-					outcomes = append(outcomes, queue.Outcome{Item: it, Result: result})
+					outcomes = append(outcomes, queue.Settlement{Item: it, Result: result})
 				}
 				if s, err := q.Settle(ctx, outcomes...); err != nil || s.Acked != len(items) {
 					b.Fatalf("Settle = %+v, %v", s, err)
@@ -197,7 +197,7 @@ func BenchmarkDepth(b *testing.B) {
 		ctx := context.Background()
 		q := newQueue(b, rdb, "depth", queue.Config{Lease: time.Hour, BackoffBase: time.Hour, BackoffMax: time.Hour})
 		fill(b, q, 2*depth)
-		var outcomes []queue.Outcome
+		var outcomes []queue.Settlement
 		for claimed := 0; claimed < 2*depth; claimed += queue.BatchMax {
 			items, err := q.Claim(ctx, queue.BatchMax)
 			if err != nil {
@@ -206,7 +206,7 @@ func BenchmarkDepth(b *testing.B) {
 			if claimed%(2*queue.BatchMax) == 0 { // every other batch goes to delayed
 				outcomes = outcomes[:0]
 				for _, it := range items {
-					outcomes = append(outcomes, queue.Outcome{Item: it, Err: fmt.Errorf("later")})
+					outcomes = append(outcomes, queue.Settlement{Item: it, Err: fmt.Errorf("later")})
 				}
 				if _, err := q.Settle(ctx, outcomes...); err != nil {
 					b.Fatal(err)

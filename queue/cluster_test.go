@@ -32,7 +32,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 				t.Fatalf("Value = %q, %v", v, err)
 			}
 			items := mustClaim(t, q, 5, 2)
-			if s, err := q.Settle(ctx, queue.Outcome{Item: items[0], Result: []byte("ra")}, queue.Outcome{Item: items[1], Result: []byte("rb")}); s.Acked != 2 || err != nil {
+			if s, err := q.Settle(ctx, queue.Settlement{Item: items[0], Result: []byte("ra")}, queue.Settlement{Item: items[1], Result: []byte("rb")}); s.Acked != 2 || err != nil {
 				t.Fatalf("Settle = %+v, %v", s, err)
 			}
 			if r, err := q.Result(ctx, ids[1]); string(r) != "rb" || err != nil {

@@ -7,19 +7,21 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
 )
 
-// Defaults applied to zero fields of [Config].
+// Defaults applied to zero fields of [Config]; each field's doc says its
+// own.
 const (
-	BackoffBaseDefault     = time.Second
-	BackoffMaxDefault      = 10 * time.Minute
-	LeaseDefault           = 30 * time.Second
-	MaxAttemptsDefault     = 5
-	MaxPayloadDefault      = 1 << 20
-	PrefixDefault          = "worksteal"
-	ResultRetentionDefault = 24 * time.Hour
-	WaitBlockDefault       = time.Second
+	backoffBaseDefault     = time.Second
+	backoffMaxDefault      = 10 * time.Minute
+	leaseDefault           = 30 * time.Second
+	maxAttemptsDefault     = 5
+	maxPayloadDefault      = 1 << 20
+	prefixDefault          = "worksteal"
+	resultRetentionDefault = 24 * time.Hour
+	waitBlockDefault       = time.Second
 )
 
 // BatchMax bounds every count argument (Claim's n, Tidy's max, ...) and
@@ -61,12 +63,6 @@ type Config struct {
 	MaxPayload int
 	// Prefix starts every Redis key of the queue. Default "worksteal".
 	Prefix string
-	// RandFunc returns the retry jitter, uniform in [0, 1); it must be safe
-	// for concurrent use. A value out of range is clamped: NaN and negative
-	// values count as 0 (the shortest delay, d/2), 1 and above as 1 (the
-	// full delay d), so a retry delay always stays within [d/2, d].
-	// Default math/rand/v2.Float64.
-	RandFunc func() float64
 	// ResultRetention is how long an acked item's result is kept for
 	// [Queue.Result] and [Queue.Wait]. Default 24h; at least 1ms.
 	ResultRetention time.Duration
@@ -77,20 +73,30 @@ type Config struct {
 	// Rounded down to whole seconds (the unit of Redis's blocking
 	// timeouts), at least 1s. Default 1s.
 	WaitBlock time.Duration
+
+	// Set by this repository's tests only (internal/hooks): the retry
+	// jitter, uniform in [0, 1) and safe for concurrent use; nil is
+	// math/rand/v2.Float64. A value out of range is clamped (see backoff).
+	jitter func() float64
+}
+
+func init() {
+	hooks.QueueConfig = func(cfg any, jitter func() float64) any {
+		c := cfg.(Config)
+		c.jitter = jitter
+		return c
+	}
 }
 
 func (c Config) withDefaults() Config {
-	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
-	c.BackoffMax = cmp.Or(c.BackoffMax, BackoffMaxDefault)
-	c.Lease = cmp.Or(c.Lease, LeaseDefault)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
-	c.MaxPayload = cmp.Or(c.MaxPayload, MaxPayloadDefault)
-	c.Prefix = cmp.Or(c.Prefix, PrefixDefault)
-	c.ResultRetention = cmp.Or(c.ResultRetention, ResultRetentionDefault)
-	c.WaitBlock = cmp.Or(c.WaitBlock, WaitBlockDefault)
-	if c.RandFunc == nil {
-		c.RandFunc = rand.Float64
-	}
+	c.BackoffBase = cmp.Or(c.BackoffBase, backoffBaseDefault)
+	c.BackoffMax = cmp.Or(c.BackoffMax, backoffMaxDefault)
+	c.Lease = cmp.Or(c.Lease, leaseDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, maxAttemptsDefault)
+	c.MaxPayload = cmp.Or(c.MaxPayload, maxPayloadDefault)
+	c.Prefix = cmp.Or(c.Prefix, prefixDefault)
+	c.ResultRetention = cmp.Or(c.ResultRetention, resultRetentionDefault)
+	c.WaitBlock = cmp.Or(c.WaitBlock, waitBlockDefault)
 	return c
 }
 
@@ -118,8 +124,10 @@ func (c Config) validate() error {
 }
 
 // backoff is the delay before retry number attempt (1 for the first):
-// BackoffBase·2^(attempt-1), capped at BackoffMax, drawn from [d/2, d]
-// (d only for a RandFunc value of 1 or more, which is clamped).
+// BackoffBase·2^(attempt-1), capped at BackoffMax, drawn from [d/2, d].
+// A jitter out of [0, 1) is clamped: NaN and negative values count as 0
+// (d/2), 1 and above as 1 (d), so a retry delay always stays within
+// [d/2, d].
 func (c Config) backoff(attempt int) time.Duration {
 	d := c.BackoffBase
 	for i := 1; i < attempt && d < c.BackoffMax; i++ {
@@ -128,7 +136,11 @@ func (c Config) backoff(attempt int) time.Duration {
 			d = c.BackoffMax
 		}
 	}
-	r := c.RandFunc()
+	jitter := c.jitter
+	if jitter == nil {
+		jitter = rand.Float64
+	}
+	r := jitter()
 	switch {
 	case !(r > 0): // NaN too, which once made the backoff negative
 		r = 0

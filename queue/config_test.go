@@ -61,13 +61,12 @@ func TestZeroConfigGetsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := q.Config()
-	got.RandFunc = nil
 	want := queue.Config{
-		BackoffBase: queue.BackoffBaseDefault, BackoffMax: queue.BackoffMaxDefault,
+		BackoffBase: time.Second, BackoffMax: 10 * time.Minute,
 		Lease: 30 * time.Second, MaxAttempts: 5, MaxPayload: 1 << 20, Prefix: "worksteal",
-		ResultRetention: queue.ResultRetentionDefault, WaitBlock: time.Second,
+		ResultRetention: 24 * time.Hour, WaitBlock: time.Second,
 	}
-	if !reflect.DeepEqual(got, want) { // nil funcs are equal
+	if !reflect.DeepEqual(got, want) { // the jitter stays nil: the default
 		t.Fatalf("Config() = %+v, want %+v", got, want)
 	}
 	if q.Name() != "orders" || tagOf(q) != "{worksteal:q:orders}" {
@@ -156,8 +155,8 @@ func TestEveryKeySharesTheHashTag(t *testing.T) {
 
 func TestBackoffIsExponentialWithJitterAndCapped(t *testing.T) {
 	t.Parallel()
-	b := setup(t, queue.Config{BackoffBase: 100 * time.Millisecond, BackoffMax: 350 * time.Millisecond, MaxAttempts: 10,
-		RandFunc: func() float64 { return 0.5 }})
+	b := setup(t, withJitter(queue.Config{BackoffBase: 100 * time.Millisecond, BackoffMax: 350 * time.Millisecond, MaxAttempts: 10},
+		func() float64 { return 0.5 }))
 	ctx := testContext(t)
 	id := mustEnqueue(t, b.q, "x")[0]
 	// With the jitter at 0.5 a delay d becomes 3d/4: 75, 150, 262.5 (capped at 350), ...

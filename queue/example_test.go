@@ -39,14 +39,14 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var done []queue.Outcome
+	var done []queue.Settlement
 	for i, it := range items {
 		if work.Err() != nil { // out of time: hand the rest back, uncounted
 			_, _ = q.Release(ctx, items[i:]...)
 			break
 		}
 		thumb, err := render(it.Payload)
-		done = append(done, queue.Outcome{Item: it, Result: thumb, Err: err})
+		done = append(done, queue.Settlement{Item: it, Result: thumb, Err: err})
 	}
 	if _, err := q.Settle(ctx, done...); err != nil {
 		log.Print(err)

@@ -292,7 +292,7 @@ func FuzzIDs(f *testing.F) {
 		if invalid != errors.Is(err, queue.ErrInvalidArgument) || !invalid && (err != nil || n != 0) {
 			t.Fatalf("Release(id %.40q, token %.40q) = %d, %v", id, token, n, err)
 		}
-		s, err := w.q.Settle(ctx, queue.Outcome{Item: it, Result: []byte("r")}, queue.Outcome{Item: it, Err: errors.New("e")})
+		s, err := w.q.Settle(ctx, queue.Settlement{Item: it, Result: []byte("r")}, queue.Settlement{Item: it, Err: errors.New("e")})
 		if invalid != errors.Is(err, queue.ErrInvalidArgument) || !invalid && (err != nil || len(s.Lost) != 2 || s.Acked+s.Retried+s.Dead != 0) {
 			t.Fatalf("Settle(id %.40q, token %.40q) = %+v, %v; want both lost", id, token, s, err)
 		}
@@ -372,7 +372,7 @@ func FuzzNew(f *testing.F) {
 		case err != nil:
 			t.Fatalf("New(%q, prefix %q): %v", name, prefix, err)
 		}
-		if q.Name() != name || q.Config().Prefix != cmp.Or(prefix, queue.PrefixDefault) {
+		if q.Name() != name || q.Config().Prefix != cmp.Or(prefix, "worksteal") {
 			t.Fatalf("New(%q, prefix %q) has name %q, prefix %q", name, prefix, q.Name(), q.Config().Prefix)
 		}
 		// Write something into each kind of key: pending, leased, acked.

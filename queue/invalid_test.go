@@ -79,7 +79,7 @@ func TestMethodsNameTheirInvalidArguments(t *testing.T) {
 		{"Extend unclaimed", "no id or token", func() error { _, err := b.q.Extend(ctx, unclaimed, time.Second); return err }},
 		{"Release unclaimed", "no id or token", func() error { _, err := b.q.Release(ctx, claimed, unclaimed); return err }},
 		{"Settle unclaimed", "no id or token", func() error {
-			_, err := b.q.Settle(ctx, queue.Outcome{Item: claimed, Result: []byte("r")}, queue.Outcome{Item: unclaimed})
+			_, err := b.q.Settle(ctx, queue.Settlement{Item: claimed, Result: []byte("r")}, queue.Settlement{Item: unclaimed})
 			return err
 		}},
 		{"Ack without id", "no id or token", func() error { return b.q.Ack(ctx, queue.Item{Token: claimed.Token}, nil) }},
@@ -117,23 +117,23 @@ func TestEmptyBatchesAndTheDefaultPayloadBound(t *testing.T) {
 	}
 	wantCounts(t, b.q, queue.Stats{})
 
-	limit := bytes.Repeat([]byte{0xff}, queue.MaxPayloadDefault)
+	limit := bytes.Repeat([]byte{0xff}, 1<<20) // the default MaxPayload
 	_, err := b.q.Enqueue(ctx, append(limit, 0))
-	wantErr(t, err, queue.ErrPayloadTooLarge, "Enqueue of MaxPayloadDefault+1 bytes")
+	wantErr(t, err, queue.ErrPayloadTooLarge, "Enqueue of the default MaxPayload + 1 bytes")
 	if !strings.Contains(err.Error(), "MaxPayload 1048576") {
 		t.Fatalf("error %q does not name MaxPayload", err)
 	}
 	id, err := b.q.Enqueue(ctx, limit)
 	if err != nil {
-		t.Fatalf("Enqueue of exactly MaxPayloadDefault bytes: %v", err)
+		t.Fatalf("Enqueue of exactly the default MaxPayload: %v", err)
 	}
 	it := mustClaim(t, b.q, 1, 1)[0]
 	if it.ID != id || !bytes.Equal(it.Payload, limit) {
 		t.Fatalf("claimed %s with %d bytes, want %s with %d", it.ID, len(it.Payload), id, len(limit))
 	}
-	wantErr(t, b.q.Ack(ctx, it, append(limit, 0)), queue.ErrPayloadTooLarge, "Ack with a result of MaxPayloadDefault+1 bytes")
+	wantErr(t, b.q.Ack(ctx, it, append(limit, 0)), queue.ErrPayloadTooLarge, "Ack with a result of the default MaxPayload + 1 bytes")
 	if err := b.q.Ack(ctx, it, limit); err != nil {
-		t.Fatalf("Ack with a result of exactly MaxPayloadDefault bytes: %v", err)
+		t.Fatalf("Ack with a result of exactly the default MaxPayload: %v", err)
 	}
 	if r, err := b.q.Result(ctx, id); err != nil || !bytes.Equal(r, limit) {
 		t.Fatalf("Result = %d bytes, %v; want %d", len(r), err, len(limit))

@@ -43,7 +43,7 @@ func TestStaleAckAfterReclaimIsRefused(t *testing.T) {
 	if n, err := b.q.Release(ctx, stale); n != 0 || err != nil {
 		t.Fatalf("stale Release = %d, %v; want 0", n, err)
 	}
-	s, err := b.q.Settle(ctx, queue.Outcome{Item: stale, Result: []byte("old")})
+	s, err := b.q.Settle(ctx, queue.Settlement{Item: stale, Result: []byte("old")})
 	if err != nil || s.Acked != 0 || len(s.Lost) != 1 || s.Lost[0] != id {
 		t.Fatalf("stale Settle = %+v, %v; want it lost", s, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 )
@@ -49,6 +50,11 @@ func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Co
 		t.Fatalf("queue.New(%q): %v", name, err)
 	}
 	return q
+}
+
+// withJitter is cfg with the retry jitter set to jitter.
+func withJitter(cfg queue.Config, jitter func() float64) queue.Config {
+	return hooks.QueueConfig(cfg, jitter).(queue.Config)
 }
 
 // testPrefix is a valid key prefix unique to the test.

@@ -22,10 +22,10 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	advance := func(d time.Duration) { now = now.Add(d); m.SetTime(now) }
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	q := newQueue(t, rdb, "mini", queue.Config{
+	q := newQueue(t, rdb, "mini", withJitter(queue.Config{
 		Lease: time.Second, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
-		ResultRetention: time.Minute, RandFunc: func() float64 { return 0 },
-	})
+		ResultRetention: time.Minute,
+	}, func() float64 { return 0 }))
 	ctx := testContext(t)
 
 	ids := mustEnqueue(t, q, "zero", "one", "two")
@@ -111,7 +111,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 		t.Fatalf("Value of a purged item: %v, want ErrNotFound", err)
 	}
 	last := mustClaim(t, q, 2, 2)
-	if s, err := q.Settle(ctx, queue.Outcome{Item: last[0], Result: []byte("a")}, queue.Outcome{Item: last[1], Result: []byte("b")}); err != nil || s.Acked != 2 {
+	if s, err := q.Settle(ctx, queue.Settlement{Item: last[0], Result: []byte("a")}, queue.Settlement{Item: last[1], Result: []byte("b")}); err != nil || s.Acked != 2 {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}
 	wantCounts(t, q, queue.Stats{})

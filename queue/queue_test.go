@@ -47,9 +47,9 @@ func TestEnqueueClaimAckInOrder(t *testing.T) {
 	wantCounts(t, b.q, queue.Stats{Pending: 1, Leased: 3})
 
 	s, err := b.q.Settle(ctx,
-		queue.Outcome{Item: items[0], Result: []byte("r1")},
-		queue.Outcome{Item: items[1]},
-		queue.Outcome{Item: items[2], Err: errors.New("flaky")})
+		queue.Settlement{Item: items[0], Result: []byte("r1")},
+		queue.Settlement{Item: items[1]},
+		queue.Settlement{Item: items[2], Err: errors.New("flaky")})
 	if err != nil || s.Acked != 2 || s.Retried != 1 || s.Dead != 0 || len(s.Lost) != 0 {
 		t.Fatalf("Settle = %+v, %v; want 2 acked, 1 retried", s, err)
 	}
@@ -129,7 +129,7 @@ func TestPayloadLimits(t *testing.T) {
 		t.Fatalf("Ack after the refused one: %v", err)
 	}
 	// In a batch, an oversized result becomes a nack with the reason.
-	s, err := b.q.Settle(ctx, queue.Outcome{Item: items[1], Result: bytes.Repeat([]byte("x"), 9)})
+	s, err := b.q.Settle(ctx, queue.Settlement{Item: items[1], Result: bytes.Repeat([]byte("x"), 9)})
 	if err != nil || s.Retried != 1 || s.Acked != 0 {
 		t.Fatalf("Settle with an oversized result = %+v, %v; want it retried", s, err)
 	}
@@ -166,7 +166,7 @@ func TestStatsCountsAndOldestPending(t *testing.T) {
 	b2 := newQueue(t, b.rdb, "other", queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: 2})
 	mustEnqueue(t, b2, "x", "y")
 	two := mustClaim(t, b2, 2, 2)
-	if _, err := b2.Settle(ctx, queue.Outcome{Item: two[0], Err: errors.New("no")}, queue.Outcome{Item: two[1], Err: errors.New("no")}); err != nil {
+	if _, err := b2.Settle(ctx, queue.Settlement{Item: two[0], Err: errors.New("no")}, queue.Settlement{Item: two[1], Err: errors.New("no")}); err != nil {
 		t.Fatal(err)
 	}
 	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(2*time.Millisecond))
@@ -193,12 +193,12 @@ func TestFullBatches(t *testing.T) {
 		t.Fatalf("Release = %d, %v", n, err)
 	}
 	items = mustClaim(t, b.q, queue.BatchMax, queue.BatchMax)
-	outcomes := make([]queue.Outcome, len(items))
+	outcomes := make([]queue.Settlement, len(items))
 	for i, it := range items {
 		if it.Attempt != 1 || string(it.Payload) != payloads[i] {
 			t.Fatalf("item %d = %+v", i, it)
 		}
-		outcomes[i] = queue.Outcome{Item: it, Result: []byte("a:b:" + payloads[i])}
+		outcomes[i] = queue.Settlement{Item: it, Result: []byte("a:b:" + payloads[i])}
 	}
 	if s, err := b.q.Settle(ctx, outcomes...); s.Acked != queue.BatchMax || err != nil {
 		t.Fatalf("Settle = %+v, %v", s, err)
@@ -221,7 +221,7 @@ func TestSettleTwiceInOneCall(t *testing.T) {
 	ctx := testContext(t)
 	mustEnqueue(t, b.q, "x")
 	it := mustClaim(t, b.q, 1, 1)[0]
-	s, err := b.q.Settle(ctx, queue.Outcome{Item: it, Result: []byte("r")}, queue.Outcome{Item: it, Err: errors.New("no")})
+	s, err := b.q.Settle(ctx, queue.Settlement{Item: it, Result: []byte("r")}, queue.Settlement{Item: it, Err: errors.New("no")})
 	if err != nil || s.Acked != 1 || s.Retried != 0 || len(s.Lost) != 1 {
 		t.Fatalf("Settle = %+v, %v; want 1 acked, 1 lost", s, err)
 	}

@@ -109,9 +109,9 @@ func TestTidyAndPromoteAreBoundedByMax(t *testing.T) {
 		}
 	}
 	items = mustClaim(t, b.q, 10, 10)
-	outcomes := make([]queue.Outcome, len(items))
+	outcomes := make([]queue.Settlement, len(items))
 	for i, it := range items {
-		outcomes[i] = queue.Outcome{Item: it, Err: errors.New("later")}
+		outcomes[i] = queue.Settlement{Item: it, Err: errors.New("later")}
 	}
 	if s, err := b.q.Settle(ctx, outcomes...); s.Retried != 10 || err != nil {
 		t.Fatalf("Settle = %+v, %v", s, err)
@@ -183,7 +183,7 @@ func TestAckAfterRetryDropsTheCause(t *testing.T) {
 	if items[0].Attempt != 2 || again[0].Attempt != 2 {
 		t.Fatalf("attempts %d and %d, want 2 and 2", items[0].Attempt, again[0].Attempt)
 	}
-	s, err := b.q.Settle(ctx, queue.Outcome{Item: items[0]}, queue.Outcome{Item: again[0]})
+	s, err := b.q.Settle(ctx, queue.Settlement{Item: items[0]}, queue.Settlement{Item: again[0]})
 	if err != nil || s.Acked != 2 {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}

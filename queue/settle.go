@@ -24,19 +24,19 @@ const notifyTTL = time.Minute
 // causeMax bounds a stored failure cause, in bytes.
 const causeMax = 1024
 
-// The kinds of outcome settle.lua is sent, one per item: the script tells
+// The kinds of settlement settle.lua is sent, one per item: the script tells
 // an ack from a nack by them alone, never by the backoff.
 const (
 	kindAck  = "a"
 	kindNack = "n"
 )
 
-// Outcome is what became of one claimed item, for [Queue.Settle].
-type Outcome struct {
+// Settlement is what became of one claimed item, for [Queue.Settle].
+type Settlement struct {
 	Item Item
 	// Result is stored by an ack (Err nil); nil stores an empty result.
 	Result []byte
-	// Err, when not nil, makes the outcome a nack; its text is the cause.
+	// Err, when not nil, makes the settlement a nack; its text is the cause.
 	Err error
 }
 
@@ -51,7 +51,7 @@ type Settled struct {
 }
 
 // Settle acks and nacks claimed items in one round trip per [BatchMax]
-// outcomes. An ack stores the result for Config.ResultRetention, drops the
+// settlements. An ack stores the result for Config.ResultRetention, drops the
 // item's value and lease, and wakes its waiters. A nack at an attempt below
 // Config.MaxAttempts delays the item by the backoff; at the last attempt
 // it dead-letters the item with the cause and wakes its waiters.
@@ -60,15 +60,15 @@ type Settled struct {
 // nack with ErrPayloadTooLarge as the cause, so one item cannot fail a
 // batch. Settling again an item that this very claim already acked counts
 // it as acked again: a retried call is harmless.
-func (q *Queue) Settle(ctx context.Context, outcomes ...Outcome) (Settled, error) {
+func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled, error) {
 	var s Settled
-	for _, o := range outcomes {
+	for _, o := range settlements {
 		if err := checkItem(o.Item); err != nil {
 			return s, err
 		}
 	}
-	for start := 0; start < len(outcomes); start += BatchMax {
-		chunk := outcomes[start:min(start+BatchMax, len(outcomes))]
+	for start := 0; start < len(settlements); start += BatchMax {
+		chunk := settlements[start:min(start+BatchMax, len(settlements))]
 		keys := make([]string, 0, len(q.k.settleKeys)+len(chunk))
 		keys = append(keys, q.k.settleKeys...)
 		args := make([]any, 0, 4+5*len(chunk))
@@ -118,7 +118,7 @@ func (q *Queue) Ack(ctx context.Context, it Item, result []byte) error {
 	if err := q.checkPayload("result", result); err != nil {
 		return err
 	}
-	return q.settleOne(ctx, "ack", Outcome{Item: it, Result: result})
+	return q.settleOne(ctx, "ack", Settlement{Item: it, Result: result})
 }
 
 // Nack reports a failed attempt: the item is retried after the backoff, or
@@ -128,12 +128,12 @@ func (q *Queue) Nack(ctx context.Context, it Item, cause error) error {
 	if cause == nil {
 		cause = errNacked
 	}
-	return q.settleOne(ctx, "nack", Outcome{Item: it, Err: cause})
+	return q.settleOne(ctx, "nack", Settlement{Item: it, Err: cause})
 }
 
 var errNacked = errors.New("nacked without a cause")
 
-func (q *Queue) settleOne(ctx context.Context, op string, o Outcome) error {
+func (q *Queue) settleOne(ctx context.Context, op string, o Settlement) error {
 	s, err := q.Settle(ctx, o)
 	if err != nil {
 		return err

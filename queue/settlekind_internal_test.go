@@ -10,11 +10,11 @@ import (
 	"github.com/worksteal/worksteal/internal/redistest"
 )
 
-// badJitters are RandFunc values outside [0, 1), and its bounds.
+// badJitters are jitters outside [0, 1), and its bounds.
 var badJitters = []float64{math.NaN(), math.Inf(-1), -1, -0.5, math.Copysign(0, -1), 0, 0.5,
 	math.Nextafter(1, 0), 1, 1.5, math.MaxFloat64, math.Inf(1)}
 
-// backoff stays within [d/2, d] whatever RandFunc returns: a negative one
+// backoff stays within [d/2, d] whatever the jitter is: a negative one
 // once reached Settle's script as the ack marker.
 func TestBackoffClampsTheJitter(t *testing.T) {
 	t.Parallel()
@@ -24,7 +24,7 @@ func TestBackoffClampsTheJitter(t *testing.T) {
 		{BackoffBase: time.Millisecond, BackoffMax: math.MaxInt64},
 	} {
 		for _, jitter := range badJitters {
-			cfg.RandFunc = func() float64 { return jitter }
+			cfg.jitter = func() float64 { return jitter }
 			for attempt := 1; attempt <= 70; attempt++ {
 				d := cfg.BackoffBase
 				for i := 1; i < attempt && d < cfg.BackoffMax; i++ {

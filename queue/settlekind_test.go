@@ -10,7 +10,7 @@ import (
 	"github.com/worksteal/worksteal/queue"
 )
 
-// A RandFunc out of [0, 1) once made a backoff negative, which Settle's
+// A jitter out of [0, 1) once made a backoff negative, which Settle's
 // script read as an ack: the nack's cause was stored as the item's result.
 // Each nack here must delay the item, cause kept, by a backoff in
 // [d/2, d], and store no result.
@@ -19,9 +19,9 @@ func TestNackWithOutOfRangeJitterIsRetried(t *testing.T) {
 	const d = time.Minute // BackoffBase = BackoffMax: every retry's d
 	jitters := []float64{math.NaN(), -1, 1.5, math.Inf(1)}
 	var calls atomic.Int64
-	b := setup(t, queue.Config{BackoffBase: d, BackoffMax: d, MaxAttempts: 3, RandFunc: func() float64 {
+	b := setup(t, withJitter(queue.Config{BackoffBase: d, BackoffMax: d, MaxAttempts: 3}, func() float64 {
 		return jitters[int(calls.Add(1)-1)%len(jitters)]
-	}})
+	}))
 	ctx := testContext(t)
 	tag := tagOf(b.q)
 	ids := mustEnqueue(t, b.q, "nan", "minus one", "one and a half", "inf")
@@ -30,7 +30,7 @@ func TestNackWithOutOfRangeJitterIsRetried(t *testing.T) {
 		jitter := jitters[i]
 		cause := "failed at jitter " + it.ID
 		before := redisNow(t, b.rdb)
-		s, err := b.q.Settle(ctx, queue.Outcome{Item: it, Err: errors.New(cause)})
+		s, err := b.q.Settle(ctx, queue.Settlement{Item: it, Err: errors.New(cause)})
 		if err != nil || s.Retried != 1 || s.Acked != 0 || s.Dead != 0 || len(s.Lost) != 0 {
 			t.Fatalf("jitter %v: Settle of a nack = %+v, %v; want 1 retried", jitter, s, err)
 		}
@@ -54,7 +54,7 @@ func TestNackWithOutOfRangeJitterIsRetried(t *testing.T) {
 		}
 	}
 	if n := calls.Load(); n != int64(len(jitters)) {
-		t.Fatalf("RandFunc called %d times, want %d", n, len(jitters))
+		t.Fatalf("the jitter was drawn %d times, want %d", n, len(jitters))
 	}
 	wantCounts(t, b.q, queue.Stats{Delayed: int64(len(ids))})
 	if n := itemFields(t, b.rdb, tag+":results"); n != 0 {

@@ -84,11 +84,11 @@ func work(q *queue.Queue, spec workerSpec, log *os.File) error {
 		if _, err := log.WriteString(b.String()); err != nil { // one write: whole lines survive a SIGKILL
 			return err
 		}
-		var outcomes []queue.Outcome
+		var outcomes []queue.Settlement
 		b.Reset()
 		for _, it := range items {
 			time.Sleep(spec.Work)
-			o := queue.Outcome{Item: it, Result: append([]byte("r:"), it.Payload...)}
+			o := queue.Settlement{Item: it, Result: append([]byte("r:"), it.Payload...)}
 			if spec.Settle {
 				outcomes = append(outcomes, o)
 				continue
