@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/ring"
 )
 
 // Stats is a snapshot of a recruiter's counters since [New], and of its
@@ -153,31 +155,24 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 // rare next to requests, so a mutex is fine here.
 type durationRing struct {
 	mu   sync.Mutex
-	buf  []time.Duration
-	next int
-	full bool
+	last *ring.Ring[time.Duration]
 }
 
 const durationRingSize = 128
 
-func (d *durationRing) init() { d.buf = make([]time.Duration, durationRingSize) }
+func (d *durationRing) init() { d.last = ring.New[time.Duration](durationRingSize) }
 
 func (d *durationRing) add(v time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.buf[d.next] = v
-	d.next = (d.next + 1) % len(d.buf)
-	d.full = d.full || d.next == 0
+	d.last.Add(v)
 }
 
 func (d *durationRing) quantiles() (p50, p99, maxDur time.Duration) {
 	d.mu.Lock()
-	n := d.next
-	if d.full {
-		n = len(d.buf)
-	}
-	sorted := slices.Clone(d.buf[:n])
+	sorted := d.last.Slice()
 	d.mu.Unlock()
+	n := len(sorted)
 	if n == 0 {
 		return 0, 0, 0
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/worksteal/worksteal/internal/ring"
 	"github.com/worksteal/worksteal/telemetry"
 )
 
@@ -38,6 +39,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 	}
 	t := &instruments{
 		tracer: tp.Tracer(telemetry.ScopeName, trace.WithInstrumentationVersion(telemetry.Version)),
+		recent: recentRing{last: ring.New[Recruitment](recentSize)},
 	}
 	meter := mp.Meter(telemetry.ScopeName, metric.WithInstrumentationVersion(telemetry.Version))
 	var err error
@@ -130,27 +132,20 @@ const recentSize = 50
 // recruitments are rare next to requests, so a mutex is fine here.
 type recentRing struct {
 	mu   sync.Mutex
-	buf  [recentSize]Recruitment
-	next int
-	n    int
+	last *ring.Ring[Recruitment]
 }
 
 func (r *recentRing) add(rec Recruitment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.buf[r.next] = rec
-	r.next = (r.next + 1) % len(r.buf)
-	r.n = min(r.n+1, len(r.buf))
+	r.last.Add(rec)
 }
 
+// list returns the recruitments kept, newest first.
 func (r *recentRing) list() []Recruitment {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Recruitment, r.n)
-	for i := range out {
-		out[i] = r.buf[(r.next-1-i+len(r.buf))%len(r.buf)]
-	}
-	return out
+	return r.last.NewestFirst()
 }
 
 func traceID(span trace.Span) string {

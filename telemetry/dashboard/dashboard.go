@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/ring"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -111,11 +112,10 @@ type Dashboard struct {
 	cfg config
 	now func() time.Time // the clock of the page; tests set it
 
-	mu      sync.Mutex // guards the fields up to pending
-	ring    []sample
-	next, n int
-	last    map[string]uint64 // Items by job at the last sample
-	lastAt  time.Time         // the last sample's time
+	mu     sync.Mutex // guards the fields up to pending
+	ring   *ring.Ring[sample]
+	last   map[string]uint64 // Items by job at the last sample
+	lastAt time.Time         // the last sample's time
 
 	jobs    []string // the job names of the last sample, shared by the samples that have them
 	skipped uint64   // samples not taken because the source panicked
@@ -160,7 +160,7 @@ func newDashboard(src Source, opts ...Option) (*Dashboard, error) {
 		src:     src,
 		cfg:     cfg,
 		now:     time.Now,
-		ring:    make([]sample, cfg.window/cfg.every),
+		ring:    ring.New[sample](int(cfg.window / cfg.every)),
 		last:    map[string]uint64{},
 		pending: make([]atomic.Bool, len(cfg.gauges)),
 		done:    make(chan struct{}),

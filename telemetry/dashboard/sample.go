@@ -90,9 +90,7 @@ func (d *Dashboard) sampleAt(now time.Time) {
 	}
 	d.last, d.lastAt = last, now
 
-	d.ring[d.next] = s
-	d.next = (d.next + 1) % len(d.ring)
-	d.n = min(d.n+1, len(d.ring))
+	d.ring.Add(s)
 }
 
 // readGauges reads every gauge at once, each on its own goroutine, and
@@ -167,10 +165,5 @@ func readGauge(ctx context.Context, read func(context.Context) (float64, error))
 func (d *Dashboard) samples() ([]sample, uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]sample, d.n)
-	start := (d.next - d.n + len(d.ring)) % len(d.ring)
-	for i := range out {
-		out[i] = d.ring[(start+i)%len(d.ring)]
-	}
-	return out, d.skipped
+	return d.ring.Slice(), d.skipped
 }
