@@ -1,6 +1,7 @@
-package queue_test
+package main
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -14,7 +15,11 @@ import (
 // The example service (make run) runs the queue on an embedded miniredis,
 // whose Lua is gopher-lua: every script must work there too. Its clock is
 // set by hand, so leases, delays and retention pass without waiting.
-func TestScriptsRunOnMiniredis(t *testing.T) {
+//
+// It moved here from the queue package with the example's module, the one
+// that requires miniredis; it uses the queue's public API and its
+// documented key layout only.
+func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	t.Parallel()
 	m := miniredis.RunT(t)
 	now := time.UnixMilli(1_800_000_000_000)
@@ -22,29 +27,111 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	advance := func(d time.Duration) { now = now.Add(d); m.SetTime(now) }
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	q := newQueue(t, rdb, "mini", withJitter(queue.Config{
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	newQueue := func(name string, cfg queue.Config) *queue.Queue {
+		t.Helper()
+		cfg.Prefix = "mini"
+		q, err := queue.New(rdb, name, cfg)
+		if err != nil {
+			t.Fatalf("queue.New(%q): %v", name, err)
+		}
+		return q
+	}
+	mustEnqueue := func(q *queue.Queue, payloads ...string) []string {
+		t.Helper()
+		bs := make([][]byte, len(payloads))
+		for i, p := range payloads {
+			bs[i] = []byte(p)
+		}
+		ids, err := q.EnqueueBatch(ctx, bs)
+		if err != nil || len(ids) != len(payloads) {
+			t.Fatalf("EnqueueBatch = %v, %v; want %d ids", ids, err, len(payloads))
+		}
+		return ids
+	}
+	mustClaim := func(q *queue.Queue, n, want int) []queue.Item {
+		t.Helper()
+		items, err := q.Claim(ctx, n)
+		if err != nil || len(items) != want {
+			t.Fatalf("Claim(%d) = %+v, %v; want %d items", n, items, err, want)
+		}
+		return items
+	}
+	wantCounts := func(q *queue.Queue, want queue.Stats) {
+		t.Helper()
+		got, err := q.Stats(ctx)
+		if err != nil {
+			t.Fatalf("Stats: %v", err)
+		}
+		got.OldestPending, want.OldestPending = 0, 0
+		if got != want {
+			t.Fatalf("Stats = %+v, want %+v", got, want)
+		}
+	}
+	type waitResult struct {
+		result []byte
+		err    error
+	}
+	goWait := func(q *queue.Queue, id string) <-chan waitResult {
+		ch := make(chan waitResult, 1)
+		go func() {
+			r, err := q.Wait(ctx, id)
+			ch <- waitResult{r, err}
+		}()
+		return ch
+	}
+	receive := func(ch <-chan waitResult) waitResult {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("Wait did not return")
+			return waitResult{}
+		}
+	}
+	// The hash tag of a queue's keys, as the queue's package doc gives it.
+	tagOf := func(q *queue.Queue) string { return "{" + q.Config().Prefix + ":q:" + q.Name() + "}" }
+	// itemFields counts the fields of a queue hash that belong to items:
+	// all but the field "" that keeps the hash in hashtable encoding.
+	itemFields := func(key string) int {
+		t.Helper()
+		n, err := rdb.HLen(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("HLEN %s: %v", key, err)
+		}
+		if pinned, err := rdb.HExists(ctx, key, "").Result(); err != nil {
+			t.Fatalf("HEXISTS %s: %v", key, err)
+		} else if pinned {
+			n--
+		}
+		return int(n)
+	}
+
+	// BackoffMax bounds the retry delay (1s), whatever its jitter.
+	q := newQueue("mini", queue.Config{
 		Lease: time.Second, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
 		ResultRetention: time.Minute,
-	}, func() float64 { return 0 }))
-	ctx := testContext(t)
+	})
 
-	ids := mustEnqueue(t, q, "zero", "one", "two")
-	wantCounts(t, q, queue.Stats{Pending: 3})
-	waited := goWait(ctx, q, ids[0])
-	items := mustClaim(t, q, 3, 3)
+	ids := mustEnqueue(q, "zero", "one", "two")
+	wantCounts(q, queue.Stats{Pending: 3})
+	waited := goWait(q, ids[0])
+	items := mustClaim(q, 3, 3)
 	for i, it := range items {
 		if it.ID != ids[i] || string(it.Payload) != []string{"zero", "one", "two"}[i] || it.Attempt != 1 ||
 			!it.Deadline.Equal(now.Add(time.Second)) {
 			t.Fatalf("item %d = %+v", i, it)
 		}
 	}
-	wantCounts(t, q, queue.Stats{Leased: 3})
+	wantCounts(q, queue.Stats{Leased: 3})
 
 	// Ack wakes the waiter; Nack delays; an expired lease is tidied.
 	if err := q.Ack(ctx, items[0], []byte("r0")); err != nil {
 		t.Fatal(err)
 	}
-	if r := receive(t, waited); string(r.result) != "r0" || r.err != nil {
+	if r := receive(waited); string(r.result) != "r0" || r.err != nil {
 		t.Fatalf("Wait = %q, %v; want r0", r.result, r.err)
 	}
 	if r, err := q.Result(ctx, ids[0]); string(r) != "r0" || err != nil {
@@ -56,9 +143,9 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if err := q.Nack(ctx, items[1], errors.New("boom")); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, q, queue.Stats{Leased: 1, Delayed: 1})
-	advance(1500 * time.Millisecond) // past the lease and the 0.5s backoff
-	wantCounts(t, q, queue.Stats{Leased: 1, Expired: 1, Delayed: 1, Due: 1})
+	wantCounts(q, queue.Stats{Leased: 1, Delayed: 1})
+	advance(1500 * time.Millisecond) // past the lease and the backoff, at most BackoffMax
+	wantCounts(q, queue.Stats{Leased: 1, Expired: 1, Delayed: 1, Due: 1})
 	if n, err := q.Promote(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Promote = %d, %v; want 1", n, err)
 	}
@@ -68,11 +155,11 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if err := q.Ack(ctx, items[2], nil); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("stale Ack = %v, want ErrLeaseLost", err)
 	}
-	wantCounts(t, q, queue.Stats{Pending: 2})
+	wantCounts(q, queue.Stats{Pending: 2})
 
 	// Second attempts: extend and release one, nack the other to the dead
 	// letters.
-	again := mustClaim(t, q, 2, 2)
+	again := mustClaim(q, 2, 2)
 	byID := map[string]queue.Item{again[0].ID: again[0], again[1].ID: again[1]}
 	one, two := byID[ids[1]], byID[ids[2]]
 	if one.Attempt != 2 || two.Attempt != 2 || two.Token == items[2].Token {
@@ -84,11 +171,11 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if n, err := q.Release(ctx, two); n != 1 || err != nil {
 		t.Fatalf("Release = %d, %v", n, err)
 	}
-	waitedDead := goWait(ctx, q, ids[1])
+	waitedDead := goWait(q, ids[1])
 	if err := q.Nack(ctx, one, errors.New("boom again")); err != nil {
 		t.Fatal(err)
 	}
-	if r := receive(t, waitedDead); !errors.Is(r.err, queue.ErrDead) {
+	if r := receive(waitedDead); !errors.Is(r.err, queue.ErrDead) {
 		t.Fatalf("Wait on a dead item = %q, %v; want ErrDead", r.result, r.err)
 	}
 	dead, err := q.Dead(ctx, 10)
@@ -98,10 +185,10 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v", n, err)
 	}
-	wantCounts(t, q, queue.Stats{Pending: 2})
-	once := newQueue(t, rdb, "mini-once", queue.Config{MaxAttempts: 1})
-	doomed := mustEnqueue(t, once, "doomed")[0]
-	if err := once.Nack(ctx, mustClaim(t, once, 1, 1)[0], nil); err != nil {
+	wantCounts(q, queue.Stats{Pending: 2})
+	once := newQueue("mini-once", queue.Config{MaxAttempts: 1})
+	doomed := mustEnqueue(once, "doomed")[0]
+	if err := once.Nack(ctx, mustClaim(once, 1, 1)[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := once.PurgeDead(ctx, 10); n != 1 || err != nil {
@@ -110,11 +197,11 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if _, err := once.Value(ctx, doomed); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Value of a purged item: %v, want ErrNotFound", err)
 	}
-	last := mustClaim(t, q, 2, 2)
+	last := mustClaim(q, 2, 2)
 	if s, err := q.Settle(ctx, queue.Settlement{Item: last[0], Result: []byte("a")}, queue.Settlement{Item: last[1], Result: []byte("b")}); err != nil || s.Acked != 2 {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}
-	wantCounts(t, q, queue.Stats{})
+	wantCounts(q, queue.Stats{})
 
 	// Past the retention the results are gone, and Tidy drops them.
 	advance(time.Minute)
@@ -127,7 +214,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if n, err := rdb.LLen(ctx, tagOf(q)+":expiring").Result(); n != 0 || err != nil {
 		t.Fatalf("expiring has %d entries (%v) after Tidy, want none", n, err)
 	}
-	if n := itemFields(t, rdb, tagOf(q)+":results"); n != 0 {
+	if n := itemFields(tagOf(q) + ":results"); n != 0 {
 		t.Fatalf("%d results after Tidy, want none", n)
 	}
 }

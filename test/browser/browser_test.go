@@ -3,11 +3,13 @@
 // The browser test drives a real headless Chromium against the dashboard of
 // a live recruiter: make test-browser (it installs chromium when missing).
 
-package dashboard_test
+package browser_test
 
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,10 +21,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const chromiumPath = "/usr/bin/chromium"
 
@@ -51,6 +58,29 @@ func browser(t *testing.T) context.Context {
 		cancel()
 	})
 	return tab
+}
+
+// liveRecruiter is a recruiter on a throw-away Redis, shut down at cleanup.
+func liveRecruiter(t *testing.T, cfg recruiter.Config) *recruiter.Recruiter {
+	t.Helper()
+	srv := redistest.Start(t)
+	tp := sdktrace.NewTracerProvider()
+	cfg.Prefix = redistest.Prefix(t)
+	cfg.TracerProvider = tp
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rec, err := recruiter.New(srv.Client(t), cfg)
+	if err != nil {
+		t.Fatalf("recruiter.New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rec.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		_ = tp.Shutdown(ctx)
+	})
+	return rec
 }
 
 // busyRecruiter is a live recruiter with three jobs, enlisted every few

@@ -1,6 +1,6 @@
 //go:build browser
 
-package dashboard_test
+package browser_test
 
 import (
 	"context"
@@ -11,12 +11,33 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
+
+// fixedSource is a dashboard.Source whose stats never change: one job,
+// "drain", that has run.
+type fixedSource struct{}
+
+func (fixedSource) Stats() recruiter.Stats {
+	last := time.Now().Add(-3 * time.Second)
+	return recruiter.Stats{
+		Jobs: []recruiter.JobStats{{
+			Name: "drain", Rate: 0.5, Budget: 200 * time.Millisecond, Drawn: 17, Ran: 17, Slices: 17, Items: 170, LastRun: last,
+		}},
+		Recent: []recruiter.Recruitment{{End: last, Job: "drain", Outcome: recruiter.OutcomeRan, Items: 10, Duration: 12 * time.Millisecond}},
+	}
+}
 
 // A server that stops answering must not freeze the page: the refresh
 // gives up, marks the page stale, and keeps trying until it answers again.
 func TestBrowserDashboardMarksAHungServerStale(t *testing.T) {
-	d := manual(t, busySource(time.Now()))
+	d, err := dashboard.New(fixedSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
 	var hang atomic.Bool
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

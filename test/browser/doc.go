@@ -1,0 +1,15 @@
+// Package browser drives telemetry/dashboard in a real headless Chromium
+// (chromedp), through the dashboard's public API only: the page refreshes
+// itself from a live recruiter, keeps its Content-Security-Policy, and
+// marks a server that stopped answering as stale. It holds tests only,
+// behind the build tag browser.
+//
+// # Running
+//
+//	make test-browser
+//
+// installs chromium when missing (Debian/Ubuntu) and runs
+// go test -tags browser in this folder; the tests need /usr/bin/chromium
+// and a redis-server, as the rest of the suite does.
+// WORKSTEAL_DASHBOARD_PNG=/tmp/dashboard.png keeps a screenshot.
+package browser
