@@ -1,0 +1,5 @@
+//go:build !race
+
+package stealecho_test
+
+const raceEnabled = false
