@@ -48,7 +48,8 @@ func runScale(ctx context.Context, e *env, rep *report) error {
 	if err != nil {
 		return err
 	}
-	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{})
+	const tidyBatch = 500 // TidyStale's default, set here for the work below
+	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{Batch: tidyBatch}})
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func runScale(ctx context.Context, e *env, rep *report) error {
 			queued += n
 		}
 		logf("scale: %d items queued (filled in %v)", depth, time.Since(t0).Round(time.Millisecond))
-		work := min(depth/2, 10*jobs.TidyBatchDefault)
+		work := min(depth/2, 10*tidyBatch)
 
 		// Tidy: leases of 1 ms on `work` items, expired, handed back.
 		for claimed := 0; claimed < work; {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/worksteal/worksteal/jobs"
+	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -35,7 +35,7 @@ type app struct {
 	rec      *recruiter.Recruiter
 	logger   *slog.Logger
 	orders   *queue.Queue
-	sessions *jobs.ExpiringHash
+	sessions *exphash.Hash
 	orderSeq atomic.Int64 // numbers the orders of this process
 	count    counters
 }
@@ -54,7 +54,7 @@ func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := jobs.NewExpiringHash(rdb, sessionsKey)
+	sessions, err := exphash.New(rdb, sessionsKey)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ const seedStale = 12
 // and runs whenever confirmations wait; the others run at most once per
 // Every across all the processes sharing the Redis.
 func (a *app) registerJobs() error {
-	drain, err := jobs.Drain(a.orders, a.sendConfirmation, jobs.DrainConfig{Batch: 50})
+	drain, err := jobs.Drain(a.orders, a.sendConfirmation, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (a *app) registerJobs() error {
 	}
 	// One bounded batch a slice, so that the dashboard shows slices come
 	// and go; a full batch reports More and the next recruit continues.
-	evict, err := jobs.EvictExpired(a.rdb, sessionsKey, jobs.EvictConfig{Batch: evictBatch, MaxBatches: 1, Name: "evict.sessions"})
+	evict, err := jobs.EvictExpired(a.sessions, jobs.EvictConfig{Batching: jobs.Batching{Batch: evictBatch, MaxBatches: 1, Name: "evict.sessions"}})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	// sessionsKey is a jobs.ExpiringHash: customer -> session, each field
+	// sessionsKey is an exphash.Hash: customer -> session, each field
 	// with its own expiry; the evict job removes the expired ones.
 	sessionsKey  = "example:sessions"
 	sessionTTL   = 10 * time.Minute // renewed by each order

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestArguments(t *testing.T) {
 		t.Errorf("New(\"\") error %v, want ErrInvalidArgument naming the empty key", err)
 	}
 	for _, key := range []string{"a{b", "}a", "a{}b", "{}", "}", "{", "}{", "a}b{c", "{}x"} {
-		if _, err := exphash.New(rdb, key); !errors.Is(err, exphash.ErrInvalidArgument) || !strings.Contains(err.Error(), "key") {
+		if _, err := exphash.New(rdb, key); !errors.Is(err, exphash.ErrInvalidArgument) || !strings.Contains(err.Error(), "key "+strconv.Quote(key)) {
 			t.Errorf("New(%q): %v, want ErrInvalidArgument naming the key", key, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -52,7 +53,7 @@ func BenchmarkDrain(b *testing.B) {
 			}
 			result := []byte("ok")
 			handler := func(context.Context, queue.Item) ([]byte, error) { return result, nil }
-			job, err := jobs.Drain(newQueue(b, rdb, "bench", queue.Config{}), handler, jobs.DrainConfig{Batch: batch})
+			job, err := jobs.Drain(newQueue(b, rdb, "bench", queue.Config{}), handler, jobs.DrainConfig{Batching: jobs.Batching{Batch: batch}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -88,7 +89,7 @@ func BenchmarkEvictExpired(b *testing.B) {
 			fill, rdb, rt := srv.Client(b), srv.Client(b), &redistest.RoundTrips{}
 			rdb.AddHook(rt)
 			h := mustHash(b, fill, "bench")
-			job, err := jobs.EvictExpired(rdb, "bench", jobs.EvictConfig{Batch: batch})
+			job, err := jobs.EvictExpired(mustHash(b, rdb, "bench"), jobs.EvictConfig{Batching: jobs.Batching{Batch: batch}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func BenchmarkEvictExpired(b *testing.B) {
 
 // fillExpired writes evictFields fields that expired a second ago, in the
 // documented layout, by pipelines of 1,000 fields.
-func fillExpired(b *testing.B, rdb *redis.Client, h *jobs.ExpiringHash) {
+func fillExpired(b *testing.B, rdb *redis.Client, h *exphash.Hash) {
 	ctx := context.Background()
 	values, expiry := h.Keys()
 	past := float64(redisNow(b, rdb).Add(-time.Second).UnixMilli())

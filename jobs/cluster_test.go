@@ -29,7 +29,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			enqueue(t, q, "x", 30)
 			items := mustClaim(t, q, 30, 30)
 			untilRedisTime(t, cc, items[0].Deadline)
-			job, err := jobs.TidyStale(q, jobs.TidyConfig{Batch: 7})
+			job, err := jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{Batch: 7}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 				}
 				return echo(c)(ctx, it)
 			}
-			drain := mustDrain(t, q, failOnce, jobs.DrainConfig{Batch: 16})
+			drain := mustDrain(t, q, failOnce, jobs.DrainConfig{Batching: jobs.Batching{Batch: 16}})
 			wantReport(t, mustSlice(t, drain, 5*time.Second), recruiter.Report{Items: 40}, "drain")
 			promote, err := jobs.PromoteDue(q, jobs.PromoteConfig{})
 			if err != nil {
@@ -86,7 +86,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 					redis.Z{Score: float64(now.Add(-time.Second).UnixMilli()), Member: "gone-" + strconv.Itoa(i)},
 					redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: "here-" + strconv.Itoa(i)})
 			}
-			job, err := jobs.EvictExpiredMembers(cc, name, jobs.EvictConfig{Batch: 20})
+			job, err := jobs.EvictExpiredMembers(cc, name, jobs.EvictConfig{Batching: jobs.Batching{Batch: 20}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func evictOnCluster(t *testing.T, cc *redis.ClusterClient, key string) {
 	if v, err := h.Get(ctx, "live-3"); string(v) != "v:live-3" || err != nil {
 		t.Fatalf("Get = %q, %v", v, err)
 	}
-	job, err := jobs.EvictExpired(cc, key, jobs.EvictConfig{Batch: 8})
+	job, err := jobs.EvictExpired(h, jobs.EvictConfig{Batching: jobs.Batching{Batch: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}

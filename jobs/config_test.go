@@ -28,6 +28,7 @@ func TestInvalidArgumentsAndConfigs(t *testing.T) {
 	t.Parallel()
 	rdb := offlineClient(t)
 	q := newQueue(t, rdb, "jobs", queue.Config{})
+	hash := mustHash(t, rdb, "k")
 	cases := []struct {
 		name   string
 		make   func() (recruiter.Job, error)
@@ -35,31 +36,45 @@ func TestInvalidArgumentsAndConfigs(t *testing.T) {
 		field  string // the message must name it
 	}{
 		{"tidy nil queue", func() (recruiter.Job, error) { return jobs.TidyStale(nil, jobs.TidyConfig{}) }, jobs.ErrInvalidArgument, "nil queue"},
-		{"tidy batch negative", func() (recruiter.Job, error) { return jobs.TidyStale(q, jobs.TidyConfig{Batch: -1}) }, jobs.ErrInvalidConfig, "Batch -1"},
-		{"tidy batch above max", func() (recruiter.Job, error) { return jobs.TidyStale(q, jobs.TidyConfig{Batch: jobs.BatchMax + 1}) }, jobs.ErrInvalidConfig, "Batch 1001"},
-		{"tidy max batches negative", func() (recruiter.Job, error) { return jobs.TidyStale(q, jobs.TidyConfig{MaxBatches: -2}) }, jobs.ErrInvalidConfig, "MaxBatches -2"},
-		{"tidy bad name", func() (recruiter.Job, error) { return jobs.TidyStale(q, jobs.TidyConfig{Name: "tidy me"}) }, jobs.ErrInvalidConfig, "Name"},
-		{"tidy redis timeout", func() (recruiter.Job, error) { return jobs.TidyStale(q, jobs.TidyConfig{RedisTimeout: -1}) }, jobs.ErrInvalidConfig, "RedisTimeout -1ns"},
+		{"tidy batch negative", func() (recruiter.Job, error) {
+			return jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{Batch: -1}})
+		}, jobs.ErrInvalidConfig, "Batch -1"},
+		{"tidy batch above max", func() (recruiter.Job, error) {
+			return jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{Batch: queue.BatchMax + 1}})
+		}, jobs.ErrInvalidConfig, "Batch 1001"},
+		{"tidy max batches negative", func() (recruiter.Job, error) {
+			return jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{MaxBatches: -2}})
+		}, jobs.ErrInvalidConfig, "MaxBatches -2"},
+		{"tidy bad name", func() (recruiter.Job, error) {
+			return jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{Name: "tidy me"}})
+		}, jobs.ErrInvalidConfig, "Name"},
+		{"tidy redis timeout", func() (recruiter.Job, error) {
+			return jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{RedisTimeout: -1}})
+		}, jobs.ErrInvalidConfig, "RedisTimeout -1ns"},
 		{"promote nil queue", func() (recruiter.Job, error) { return jobs.PromoteDue(nil, jobs.PromoteConfig{}) }, jobs.ErrInvalidArgument, "nil queue"},
-		{"promote batch", func() (recruiter.Job, error) { return jobs.PromoteDue(q, jobs.PromoteConfig{Batch: 5000}) }, jobs.ErrInvalidConfig, "Batch 5000"},
+		{"promote batch", func() (recruiter.Job, error) {
+			return jobs.PromoteDue(q, jobs.PromoteConfig{Batching: jobs.Batching{Batch: 5000}})
+		}, jobs.ErrInvalidConfig, "Batch 5000"},
 		{"promote long name", func() (recruiter.Job, error) {
-			return jobs.PromoteDue(q, jobs.PromoteConfig{Name: strings.Repeat("p", 129)})
+			return jobs.PromoteDue(q, jobs.PromoteConfig{Batching: jobs.Batching{Name: strings.Repeat("p", 129)}})
 		}, jobs.ErrInvalidConfig, "Name"},
 		{"drain nil queue", func() (recruiter.Job, error) { return jobs.Drain(nil, nopHandler, jobs.DrainConfig{}) }, jobs.ErrInvalidArgument, "nil queue"},
 		{"drain nil handler", func() (recruiter.Job, error) { return jobs.Drain(q, nil, jobs.DrainConfig{}) }, jobs.ErrInvalidArgument, "nil handler"},
-		{"drain batch", func() (recruiter.Job, error) { return jobs.Drain(q, nopHandler, jobs.DrainConfig{Batch: -5}) }, jobs.ErrInvalidConfig, "Batch -5"},
+		{"drain batch", func() (recruiter.Job, error) {
+			return jobs.Drain(q, nopHandler, jobs.DrainConfig{Batching: jobs.Batching{Batch: -5}})
+		}, jobs.ErrInvalidConfig, "Batch -5"},
 		{"drain redis timeout", func() (recruiter.Job, error) {
-			return jobs.Drain(q, nopHandler, jobs.DrainConfig{RedisTimeout: time.Minute})
+			return jobs.Drain(q, nopHandler, jobs.DrainConfig{Batching: jobs.Batching{RedisTimeout: time.Minute}})
 		}, jobs.ErrInvalidConfig, "RedisTimeout"},
-		{"evict nil client", func() (recruiter.Job, error) { return jobs.EvictExpired(nil, "k", jobs.EvictConfig{}) }, jobs.ErrInvalidArgument, "nil Redis client"},
-		{"evict empty key", func() (recruiter.Job, error) { return jobs.EvictExpired(rdb, "", jobs.EvictConfig{}) }, jobs.ErrInvalidArgument, "empty key"},
-		{"evict brace without tag", func() (recruiter.Job, error) { return jobs.EvictExpired(rdb, "a{}b", jobs.EvictConfig{}) }, jobs.ErrInvalidArgument, `"a{}b"`},
-		{"evict batch", func() (recruiter.Job, error) { return jobs.EvictExpired(rdb, "k", jobs.EvictConfig{Batch: 1001}) }, jobs.ErrInvalidConfig, "Batch 1001"},
+		{"evict nil hash", func() (recruiter.Job, error) { return jobs.EvictExpired(nil, jobs.EvictConfig{}) }, jobs.ErrInvalidArgument, "nil hash"},
+		{"evict batch", func() (recruiter.Job, error) {
+			return jobs.EvictExpired(hash, jobs.EvictConfig{Batching: jobs.Batching{Batch: 1001}})
+		}, jobs.ErrInvalidConfig, "Batch 1001"},
 		{"evict redis timeout", func() (recruiter.Job, error) {
-			return jobs.EvictExpired(rdb, "k", jobs.EvictConfig{RedisTimeout: 11 * time.Second})
+			return jobs.EvictExpired(hash, jobs.EvictConfig{Batching: jobs.Batching{RedisTimeout: 11 * time.Second}})
 		}, jobs.ErrInvalidConfig, "RedisTimeout 11s"},
 		{"evict score unit", func() (recruiter.Job, error) {
-			return jobs.EvictExpired(rdb, "k", jobs.EvictConfig{ScoreUnit: time.Second})
+			return jobs.EvictExpired(hash, jobs.EvictConfig{ScoreUnit: time.Second})
 		}, jobs.ErrInvalidConfig, "ScoreUnit"},
 		{"members nil client", func() (recruiter.Job, error) { return jobs.EvictExpiredMembers(nil, "k", jobs.EvictConfig{}) }, jobs.ErrInvalidArgument, "nil Redis client"},
 		{"members empty key", func() (recruiter.Job, error) { return jobs.EvictExpiredMembers(rdb, "", jobs.EvictConfig{}) }, jobs.ErrInvalidArgument, "empty key"},
@@ -81,47 +96,6 @@ func TestInvalidArgumentsAndConfigs(t *testing.T) {
 	}
 }
 
-func TestExpiringHashArguments(t *testing.T) {
-	t.Parallel()
-	rdb := offlineClient(t)
-	if _, err := jobs.NewExpiringHash(nil, "k"); !errors.Is(err, jobs.ErrInvalidArgument) {
-		t.Errorf("NewExpiringHash(nil) error %v, want ErrInvalidArgument", err)
-	}
-	for _, key := range []string{"", "a{b", "}a", "a{}b", "{}"} {
-		if _, err := jobs.NewExpiringHash(rdb, key); !errors.Is(err, jobs.ErrInvalidArgument) {
-			t.Errorf("NewExpiringHash(%q) error %v, want ErrInvalidArgument", key, err)
-		}
-	}
-	h, err := jobs.NewExpiringHash(rdb, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Set(context.Background(), "f", []byte("v"), 0); !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), "ttl") {
-		t.Errorf("Set with ttl 0: error %v, want ErrInvalidArgument naming ttl", err)
-	}
-}
-
-// The layout is documented: users read these keys, and the cluster test
-// checks that each pair shares a slot.
-func TestExpiringHashKeys(t *testing.T) {
-	t.Parallel()
-	rdb := offlineClient(t)
-	for key, want := range map[string][2]string{
-		"sessions":          {"{sessions}:values", "{sessions}:expiry"},
-		"app:sessions":      {"{app:sessions}:values", "{app:sessions}:expiry"},
-		"app:{t7}:sessions": {"app:{t7}:sessions:values", "app:{t7}:sessions:expiry"},
-		"{x}":               {"{x}:values", "{x}:expiry"},
-	} {
-		h, err := jobs.NewExpiringHash(rdb, key)
-		if err != nil {
-			t.Fatalf("NewExpiringHash(%q): %v", key, err)
-		}
-		if v, e := h.Keys(); v != want[0] || e != want[1] {
-			t.Errorf("NewExpiringHash(%q).Keys() = %q, %q; want %q, %q", key, v, e, want[0], want[1])
-		}
-	}
-}
-
 var validJobName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 func TestNames(t *testing.T) {
@@ -137,7 +111,7 @@ func TestNames(t *testing.T) {
 		return job.Name()
 	}
 	tidy := func(name, override string) string {
-		return mustJob(jobs.TidyStale(newQueue(t, rdb, name, queue.Config{}), jobs.TidyConfig{Name: override}))
+		return mustJob(jobs.TidyStale(newQueue(t, rdb, name, queue.Config{}), jobs.TidyConfig{Batching: jobs.Batching{Name: override}}))
 	}
 	q := newQueue(t, rdb, "mail", queue.Config{})
 	got := map[string]string{
@@ -145,8 +119,8 @@ func TestNames(t *testing.T) {
 		"tidy override":  tidy("mail", "mail-tidy"),
 		"drain":          mustJob(jobs.Drain(q, nopHandler, jobs.DrainConfig{})),
 		"promote":        mustJob(jobs.PromoteDue(q, jobs.PromoteConfig{})),
-		"evict":          mustJob(jobs.EvictExpired(rdb, "sessions", jobs.EvictConfig{})),
-		"evict override": mustJob(jobs.EvictExpired(rdb, "sessions", jobs.EvictConfig{Name: "sess"})),
+		"evict":          mustJob(jobs.EvictExpired(mustHash(t, rdb, "sessions"), jobs.EvictConfig{})),
+		"evict override": mustJob(jobs.EvictExpired(mustHash(t, rdb, "sessions"), jobs.EvictConfig{Batching: jobs.Batching{Name: "sess"}})),
 		"members":        mustJob(jobs.EvictExpiredMembers(rdb, "presence", jobs.EvictConfig{})),
 	}
 	want := map[string]string{
@@ -162,8 +136,8 @@ func TestNames(t *testing.T) {
 	// Keys and long queue names are made valid, stay distinct and stable.
 	derived := []string{
 		tidy(long1, ""), tidy(long2, ""), tidy(long1, ""),
-		mustJob(jobs.EvictExpired(rdb, "app:{t7}:sessions", jobs.EvictConfig{})),
-		mustJob(jobs.EvictExpired(rdb, "app:{t7};sessions", jobs.EvictConfig{})),
+		mustJob(jobs.EvictExpired(mustHash(t, rdb, "app:{t7}:sessions"), jobs.EvictConfig{})),
+		mustJob(jobs.EvictExpired(mustHash(t, rdb, "app:{t7};sessions"), jobs.EvictConfig{})),
 		mustJob(jobs.EvictExpiredMembers(rdb, "sessions:é", jobs.EvictConfig{})),
 		mustJob(jobs.EvictExpiredMembers(rdb, strings.Repeat("k:", 100), jobs.EvictConfig{})),
 	}

@@ -11,18 +11,21 @@
 //   - [TidyStale] hands a queue's expired leases back (crashed or stuck workers).
 //   - [PromoteDue] moves a queue's delayed items whose retry time has come.
 //   - [Drain] works a queue off, calling a [Handler] for each item.
-//   - [EvictExpired] removes the expired fields of an [ExpiringHash].
+//   - [EvictExpired] removes the expired fields of an [exphash.Hash].
 //   - [EvictExpiredMembers] removes the expired members of a sorted set
 //     scored by expiry time.
 //
-// Each takes a config struct whose zero value is valid, and derives a
-// stable name from its queue or key ("tidy.QUEUE", "drain.QUEUE",
-// "promote.QUEUE", "evict.KEY", "evict-members.KEY"), which the config's
-// Name overrides: two jobs with the same name share one lock.
+// Each takes a config struct whose zero value is valid and which embeds
+// [Batching], the settings they share (Batch, MaxBatches, Name,
+// RedisTimeout), with defaults per job documented on each config. Each
+// derives a stable name from its queue or key ("tidy.QUEUE",
+// "drain.QUEUE", "promote.QUEUE", "evict.KEY", "evict-members.KEY"), which
+// Batching's Name overrides: two jobs with the same name share one lock.
+// [Batched] makes a job of the same kind from a step of one's own.
 //
 // # Slices and batches
 //
-// A slice works in batches of at most Batch entries ([BatchMax] at most),
+// A slice works in batches of at most Batch entries (1,000 at most),
 // each one Lua script call (Drain: a claim and a settle), so Redis is never
 // blocked for long. It makes batches until one is not full (nothing is
 // left), or MaxBatches are done, or the budget left (ctx's deadline) is
@@ -31,10 +34,9 @@
 // not cut at the deadline (each config's RedisTimeout bounds its calls
 // instead): its work would be done in Redis all the same but go uncounted,
 // and a claim cut short would strand its items until their leases expire.
-// A slice reports the
-// entries it handled as Items, and More when its last batch was full (or,
-// for Drain, when it handed items back), so that the recruiter lets the
-// next recruit continue at once.
+// A slice reports the entries it handled as Items, and More when its last
+// batch was full (or, for Drain, when it handed items back), so that the
+// recruiter lets the next recruit continue at once.
 //
 // # Drain
 //
@@ -45,29 +47,13 @@
 // Redis calls (one claim and one settle per batch) rather than in the
 // handler.
 //
-// # Expiring hashes and Redis 7.4's HEXPIRE
+// # Expiring hashes and sorted sets
 //
-// An [ExpiringHash] keeps its values in a hash and their expiry times in a
-// sorted set beside it, both written by one script; [EvictExpired] removes
-// up to Batch expired fields per script call, reading and removing them in
-// the same script, so that a field set again with a later expiry between
-// two slices is kept. Times come from Redis's TIME.
-//
-// Redis 7.4 and later expire hash fields by themselves (HEXPIRE, HPEXPIRE;
-// Redis 8.0 adds HSETEX to write a field with its TTL in one command;
-// Valkey has them since 9.0): there, for a plain hash, prefer them. They
-// cost no slices and no second key, and Redis drops expired fields on
-// access and in its own background cycle. What this package still offers:
-//
-//   - it works on Redis before 7.4, and on managed or compatible servers
-//     without hash-field expiry;
-//   - evictions are counted: each slice's Items reaches the recruiter's
-//     stats, spans and metrics, and the work is bounded per slice and shown
-//     on the status page rather than hidden in Redis's cycle;
-//   - [EvictExpiredMembers] expires sorted-set members, which no Redis
-//     version does: HEXPIRE covers hash fields only.
-//
-// It costs more memory (a sorted-set entry per field) and a script per
-// write. There is no per-eviction callback: the scripts return counts,
-// not names.
+// [EvictExpired] evicts an [exphash.Hash], a hash whose fields expire one
+// by one on any Redis, calling [exphash.Hash.Evict] once a batch; see
+// package exphash for when Redis 7.4's HEXPIRE serves better.
+// [EvictExpiredMembers] expires sorted-set members, which no Redis version
+// does by itself: HEXPIRE covers hash fields only. Each batch reads and
+// removes in one script, so an entry given a later expiry in between is
+// kept. Times come from Redis's TIME.
 package jobs

@@ -20,35 +20,18 @@ import (
 // delivery is at least once.
 type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
 
-// DrainConfig configures [Drain]. The zero value is valid: every field has
-// a documented default.
+// DrainConfig configures [Drain]. The zero value is valid.
 type DrainConfig struct {
-	// Batch is how many items one call of [queue.Queue.Claim] leases, at
-	// most [BatchMax]; later batches of a slice may claim fewer, as many
-	// as the budget left fits. Default 100.
-	Batch int
-	// MaxBatches bounds the batches of one slice. Default 0: as many as
-	// its budget allows.
-	MaxBatches int
-	// Name overrides the job's name, "drain.QUEUE" by default.
-	Name string
-	// RedisTimeout bounds each of the job's queue calls: Claim, Settle and
-	// Release. They are not cut at the slice's deadline, since a claim cut
-	// short would strand its items in leases until they expire (each
-	// losing an attempt), and a settle cut short would have them done
-	// again; so a slice that misjudged its budget ends late by one call
-	// rather than early. Default 250ms, at most 10s.
-	RedisTimeout time.Duration
-}
-
-func (c DrainConfig) withDefaults() DrainConfig {
-	c.Batch = cmp.Or(c.Batch, DrainBatchDefault)
-	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
-	return c
-}
-
-func (c DrainConfig) validate() error {
-	return validateCommon(c.Batch, c.MaxBatches, c.Name, c.RedisTimeout)
+	// Batching's defaults for Drain: Batch 100 items per call of
+	// [queue.Queue.Claim] (later batches of a slice may claim fewer, as
+	// many as the budget left fits), Name "drain.QUEUE", RedisTimeout
+	// 250ms. RedisTimeout bounds each of Claim, Settle and Release: they
+	// are not cut at the slice's deadline, since a claim cut short would
+	// strand its items in leases until they expire (each losing an
+	// attempt), and a settle cut short would have them done again; so a
+	// slice that misjudged its budget ends late by one call rather than
+	// early.
+	Batching
 }
 
 // Drain returns the job that works q off in slices: it claims a batch,
@@ -83,7 +66,7 @@ func Drain(q *queue.Queue, handler Handler, cfg DrainConfig) (recruiter.Job, err
 	case handler == nil:
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidArgument)
 	}
-	cfg = cfg.withDefaults()
+	cfg.Batching = cfg.Batching.withDefaults(drainBatchDefault)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func TestDrainBatchLimits(t *testing.T) {
 	b := setup(t, queue.Config{})
 	ids := enqueue(t, b.q, "item-", 25)
 	c := &calls{}
-	two := mustDrain(t, b.q, echo(c), jobs.DrainConfig{Batch: 10, MaxBatches: 2})
+	two := mustDrain(t, b.q, echo(c), jobs.DrainConfig{Batching: jobs.Batching{Batch: 10, MaxBatches: 2}})
 	wantReport(t, mustSlice(t, two, 10*time.Second), recruiter.Report{Items: 20, More: true}, "MaxBatches 2")
 	// Without a deadline, one batch.
 	if rep, err := two.Run(context.Background()); rep != (recruiter.Report{Items: 5}) || err != nil {
@@ -239,7 +239,7 @@ func TestDrainClaimsWhatFits(t *testing.T) {
 		time.Sleep(item) // ignores ctx: the job must not start it late
 		return echo(c)(ctx, it)
 	}
-	rep, elapsed, err := runSlice(t, mustDrain(t, b.q, slow, jobs.DrainConfig{Batch: 4}), budget)
+	rep, elapsed, err := runSlice(t, mustDrain(t, b.q, slow, jobs.DrainConfig{Batching: jobs.Batching{Batch: 4}}), budget)
 	t.Logf("%d items settled in %v of %v", rep.Items, elapsed, budget)
 	if err != nil || rep.Items < 4 || rep.Items > 24 || !rep.More || rep.Items != c.total() || late.n.Load() != 0 {
 		t.Fatalf("Run = %+v, %v, %d handled, %d started without %v left; want 4 to 24 items, More, none started late",
@@ -311,7 +311,7 @@ func TestDrainRespectsTheLease(t *testing.T) {
 	}
 	// A batch of 6 items takes 1.8s, longer than the lease; the budget of
 	// 10s leaves the lease as the only bound.
-	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batch: 6, RedisTimeout: time.Second})
+	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batching: jobs.Batching{Batch: 6, RedisTimeout: time.Second}})
 	for range 20 {
 		if mustStats(t, b.q).Pending == 0 {
 			break

@@ -9,55 +9,45 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
 var (
-	//go:embed evict_fields.lua
-	evictFieldsSource string
-	evictFieldsScript = redis.NewScript(evictFieldsSource)
-
 	//go:embed evict_members.lua
 	evictMembersSource string
 	evictMembersScript = redis.NewScript(evictMembersSource)
 )
 
+// scoreUnitDefault is EvictConfig.ScoreUnit's default, and the unit of an
+// [exphash.Hash]'s expiries.
+const scoreUnitDefault = time.Millisecond
+
 // EvictConfig configures [EvictExpired] and [EvictExpiredMembers]. The
-// zero value is valid: every field has a documented default.
+// zero value is valid.
 type EvictConfig struct {
-	// Batch is how many expired entries one script call removes, at most
-	// [BatchMax]. Default 500.
-	Batch int
-	// MaxBatches bounds the batches of one slice. Default 0: as many as
-	// its budget allows.
-	MaxBatches int
-	// Name overrides the job's name: "evict.KEY" or "evict-members.KEY"
-	// by default, KEY's bytes outside [A-Za-z0-9._-] replaced and a hash
-	// of it appended if it had any, or was too long.
-	Name string
-	// RedisTimeout bounds each script call. A call is not cut at the
-	// slice's deadline, as its work would be done in Redis all the same but
-	// go uncounted; rather, a slice starts no batch that the budget left
-	// does not fit. Default 250ms, at most 10s.
-	RedisTimeout time.Duration
+	// Batching's defaults for evictions: Batch 500 expired entries per
+	// script call, Name "evict.KEY" or "evict-members.KEY" (KEY's bytes
+	// outside [A-Za-z0-9._-] replaced, and a hash of it appended if it had
+	// any or was too long), RedisTimeout 250ms.
+	Batching
 	// ScoreUnit is the unit of the sorted set's scores for
 	// [EvictExpiredMembers]: a score is an expiry time in ScoreUnits since
 	// the Unix epoch, e.g. time.Second for scores from time.Now().Unix().
 	// Whole milliseconds only. A member expires once Redis's clock, in
 	// whole ScoreUnits, reaches its score. [EvictExpired] accepts only the
-	// default, since [ExpiringHash] writes milliseconds. Default 1ms.
+	// default, since an [exphash.Hash] writes milliseconds. Default 1ms.
 	ScoreUnit time.Duration
 }
 
 func (c EvictConfig) withDefaults() EvictConfig {
-	c.Batch = cmp.Or(c.Batch, EvictBatchDefault)
-	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
-	c.ScoreUnit = cmp.Or(c.ScoreUnit, EvictScoreUnitDefault)
+	c.Batching = c.Batching.withDefaults(evictBatchDefault)
+	c.ScoreUnit = cmp.Or(c.ScoreUnit, scoreUnitDefault)
 	return c
 }
 
 func (c EvictConfig) validate() error {
-	if err := validateCommon(c.Batch, c.MaxBatches, c.Name, c.RedisTimeout); err != nil {
+	if err := c.Batching.validate(); err != nil {
 		return err
 	}
 	if c.ScoreUnit < time.Millisecond || c.ScoreUnit%time.Millisecond != 0 {
@@ -66,26 +56,23 @@ func (c EvictConfig) validate() error {
 	return nil
 }
 
-// EvictExpired returns the job that removes the expired fields of the
-// [ExpiringHash] called key (see [NewExpiringHash] for its Redis keys),
-// the longest expired first. Each batch is one script that reads the
-// expired fields and removes them together, so a field set again with a
-// later expiry is never removed. A slice's Items counts the fields
-// removed; More says that its last batch was full.
-func EvictExpired(rdb redis.Scripter, key string, cfg EvictConfig) (recruiter.Job, error) {
-	h, err := NewExpiringHash(rdb, key)
-	if err != nil {
-		return nil, err
+// EvictExpired returns the job that removes the expired fields of h, the
+// longest expired first, with [exphash.Hash.Evict]: each batch is one
+// script that reads the expired fields and removes them together, so a
+// field set again with a later expiry is never removed. A slice's Items
+// counts the fields removed; More says that its last batch was full.
+func EvictExpired(h *exphash.Hash, cfg EvictConfig) (recruiter.Job, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil hash", ErrInvalidArgument)
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ScoreUnit != EvictScoreUnitDefault {
-		return nil, fmt.Errorf("%w: ScoreUnit %v: EvictExpired's ExpiringHash writes milliseconds", ErrInvalidConfig, cfg.ScoreUnit)
+	if cfg.ScoreUnit != scoreUnitDefault {
+		return nil, fmt.Errorf("%w: ScoreUnit %v: an exphash.Hash writes milliseconds", ErrInvalidConfig, cfg.ScoreUnit)
 	}
-	name := cmp.Or(cfg.Name, jobName("evict", key))
-	return &countJob{name: name, batch: cfg.Batch, maxBatches: cfg.MaxBatches, timeout: cfg.RedisTimeout, step: h.evict}, nil
+	return batched(jobName("evict", h.Name()), cfg.Batching, h.Evict)
 }
 
 // EvictExpiredMembers returns the job that removes the expired members of
@@ -113,6 +100,5 @@ func EvictExpiredMembers(rdb redis.Scripter, key string, cfg EvictConfig) (recru
 		}
 		return n, nil
 	}
-	name := cmp.Or(cfg.Name, jobName("evict-members", key))
-	return &countJob{name: name, batch: cfg.Batch, maxBatches: cfg.MaxBatches, timeout: cfg.RedisTimeout, step: step}, nil
+	return batched(jobName("evict-members", key), cfg.Batching, step)
 }

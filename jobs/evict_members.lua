@@ -1,7 +1,7 @@
 -- EvictMembers: remove the expired members of a sorted set scored by
 -- expiry time, the longest expired first.
 -- KEYS[1]: the sorted set (member -> expiry, in units since the Unix epoch)
--- ARGV[1]: max, at most BatchMax   ARGV[2]: the unit of the scores, in ms
+-- ARGV[1]: max, 1 to 1000   ARGV[2]: the unit of the scores, in ms
 -- Returns how many members it removed. A member expires once Redis's
 -- clock, in whole units, reaches its score. Being one script, it cannot
 -- remove a member whose score is raised between its read and its removal.

@@ -12,22 +12,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
-func mustHash(t testing.TB, rdb redis.Scripter, key string) *jobs.ExpiringHash {
+func mustHash(t testing.TB, rdb redis.Scripter, key string) *exphash.Hash {
 	t.Helper()
-	h, err := jobs.NewExpiringHash(rdb, key)
+	h, err := exphash.New(rdb, key)
 	if err != nil {
-		t.Fatalf("NewExpiringHash(%q): %v", key, err)
+		t.Fatalf("exphash.New(%q): %v", key, err)
 	}
 	return h
 }
 
 // setFields sets prefix0..prefix(n-1) to "v:"+field with the given ttl.
-func setFields(t testing.TB, h *jobs.ExpiringHash, prefix string, n int, ttl time.Duration) {
+func setFields(t testing.TB, h *exphash.Hash, prefix string, n int, ttl time.Duration) {
 	t.Helper()
 	for i := range n {
 		f := prefix + strconv.Itoa(i)
@@ -43,81 +44,6 @@ func waitExpired(t testing.TB, rdb redis.UniversalClient) {
 	untilRedisTime(t, rdb, redisNow(t, rdb).Add(2*time.Millisecond))
 }
 
-func TestExpiringHashSetGetDelete(t *testing.T) {
-	t.Parallel()
-	rdb := redisClient(t)
-	ctx := testContext(t)
-	h := mustHash(t, rdb, testPrefix(t))
-	values, expiry := h.Keys()
-	if err := h.Set(ctx, "a", []byte("A"), time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Set(ctx, "b", []byte("B"), time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := h.Get(ctx, "a"); string(v) != "A" || err != nil {
-		t.Fatalf("Get(a) = %q, %v", v, err)
-	}
-	// Expiry by Redis's clock: one hour from its TIME, to the millisecond.
-	now := redisNow(t, rdb)
-	if at, err := rdb.ZScore(ctx, expiry, "a").Result(); err != nil || at < float64(now.Add(time.Hour-time.Second).UnixMilli()) || at > float64(now.Add(time.Hour).UnixMilli()) {
-		t.Fatalf("expiry of a = %v, %v; want Redis time + 1h", at, err)
-	}
-	waitExpired(t, rdb)
-	// Expired, not yet evicted: hidden from Get, still in Redis.
-	if v, err := h.Get(ctx, "b"); !errors.Is(err, jobs.ErrNotFound) {
-		t.Fatalf("Get(b) after its expiry = %q, %v; want ErrNotFound", v, err)
-	}
-	if ok, err := rdb.HExists(ctx, values, "b").Result(); !ok || err != nil {
-		t.Fatalf("HEXISTS b = %v, %v; want it still there until evicted", ok, err)
-	}
-	// Set again: a new value and a new expiry.
-	if err := h.Set(ctx, "b", []byte("B2"), time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := h.Get(ctx, "b"); string(v) != "B2" || err != nil {
-		t.Fatalf("Get(b) after a new Set = %q, %v", v, err)
-	}
-	// A field written without an expiry by other code never expires.
-	rdb.HSet(ctx, values, "plain", "P")
-	if v, err := h.Get(ctx, "plain"); string(v) != "P" || err != nil {
-		t.Fatalf("Get(plain) = %q, %v", v, err)
-	}
-	if _, err := h.Get(ctx, "never-set"); !errors.Is(err, jobs.ErrNotFound) {
-		t.Fatalf("Get(never-set) error %v, want ErrNotFound", err)
-	}
-	if n, err := h.Delete(ctx, "a", "b", "never-set"); n != 2 || err != nil {
-		t.Fatalf("Delete = %d, %v; want 2", n, err)
-	}
-	if hlen, zcard := rdb.HLen(ctx, values).Val(), rdb.ZCard(ctx, expiry).Val(); hlen != 1 || zcard != 0 {
-		t.Fatalf("after Delete: %d values, %d expiries; want only the plain field", hlen, zcard)
-	}
-}
-
-// Delete takes any number of fields, a script call per BatchMax of them.
-func TestExpiringHashDeleteMany(t *testing.T) {
-	t.Parallel()
-	rdb := redisClient(t)
-	ctx := testContext(t)
-	h := mustHash(t, rdb, testPrefix(t))
-	fields := make([]string, jobs.BatchMax+2)
-	for i := range fields {
-		fields[i] = "f" + strconv.Itoa(i)
-	}
-	for _, f := range []string{fields[0], fields[jobs.BatchMax+1], "kept"} {
-		if err := h.Set(ctx, f, []byte("v"), time.Hour); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n, err := h.Delete(ctx, fields...); n != 2 || err != nil {
-		t.Fatalf("Delete of %d fields = %d, %v; want the 2 that exist", len(fields), n, err)
-	}
-	values, expiry := h.Keys()
-	if k := rdb.HKeys(ctx, values).Val(); len(k) != 1 || k[0] != "kept" || rdb.ZCard(ctx, expiry).Val() != 1 {
-		t.Fatalf("left %v and %d expiries; want only kept", k, rdb.ZCard(ctx, expiry).Val())
-	}
-}
-
 // 1,000 expired and 1,000 live fields, batches of 100, one batch a slice:
 // ten full slices with More, then none; the live fields are intact.
 func TestEvictExpiredIsBoundedPerBatch(t *testing.T) {
@@ -129,7 +55,7 @@ func TestEvictExpiredIsBoundedPerBatch(t *testing.T) {
 	setFields(t, h, "old-", 1000, time.Millisecond)
 	setFields(t, h, "live-", 1000, time.Hour)
 	waitExpired(t, rdb)
-	job, err := jobs.EvictExpired(rdb, key, jobs.EvictConfig{Batch: 100, MaxBatches: 1})
+	job, err := jobs.EvictExpired(h, jobs.EvictConfig{Batching: jobs.Batching{Batch: 100, MaxBatches: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +91,7 @@ func TestEvictExpiredSliceRunsBatches(t *testing.T) {
 	waitExpired(t, rdb)
 	replies := &scriptReplies{}
 	rdb.AddHook(replies)
-	job, err := jobs.EvictExpired(rdb, key, jobs.EvictConfig{Batch: 100})
+	job, err := jobs.EvictExpired(h, jobs.EvictConfig{Batching: jobs.Batching{Batch: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +112,7 @@ func TestEvictExpiredSliceRunsBatches(t *testing.T) {
 func TestEvictExpiredKeepsFieldsSetAgain(t *testing.T) {
 	t.Parallel()
 	if err := checkKeepsFieldsSetAgain(t, func(rdb *redis.Client, key string) (recruiter.Job, error) {
-		return jobs.EvictExpired(rdb, key, jobs.EvictConfig{Batch: 10, MaxBatches: 1})
+		return jobs.EvictExpired(mustHash(t, rdb, key), jobs.EvictConfig{Batching: jobs.Batching{Batch: 10, MaxBatches: 1}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +143,7 @@ func TestSetAgainCatchesTwoStepEviction(t *testing.T) {
 	}
 }
 
-// expiredFields reads up to n expired fields of an ExpiringHash, the
+// expiredFields reads up to n expired fields of an exphash.Hash, the
 // longest expired first, as of Redis's clock.
 func expiredFields(ctx context.Context, rdb *redis.Client, expiry string, n int64) ([]string, error) {
 	now, err := rdb.Time(ctx).Result()
@@ -229,7 +155,7 @@ func expiredFields(ctx context.Context, rdb *redis.Client, expiry string, n int6
 	}).Result()
 }
 
-// checkKeepsFieldsSetAgain fills an ExpiringHash with 400 expired fields
+// checkKeepsFieldsSetAgain fills an exphash.Hash with 400 expired fields
 // and sets one of them again just before the job starts; then it runs the
 // job made by newJob until it reports no More, while a hook on the job's
 // client sets the longest-expired field again after every command the job
@@ -353,7 +279,7 @@ func TestEvictExpiredMembers(t *testing.T) {
 	}
 	// Raised from expired to live just before the slices: kept.
 	rdb.ZAdd(ctx, key, redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: "gone-299"})
-	job, err := jobs.EvictExpiredMembers(rdb, key, jobs.EvictConfig{Batch: 100, MaxBatches: 1})
+	job, err := jobs.EvictExpiredMembers(rdb, key, jobs.EvictConfig{Batching: jobs.Batching{Batch: 100, MaxBatches: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

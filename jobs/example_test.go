@@ -2,11 +2,13 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -31,7 +33,7 @@ func ExampleDrain() {
 		// it.Payload names an image; the result is what Queue.Wait returns.
 		return []byte("thumbs/" + string(it.Payload)), nil
 	}
-	drain, err := jobs.Drain(q, resize, jobs.DrainConfig{Batch: 50})
+	drain, err := jobs.Drain(q, resize, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,22 +59,17 @@ func ExampleDrain() {
 	}
 }
 
-// A hash of sessions whose fields expire one by one, on any Redis.
+// A hash of sessions whose fields expire one by one, on any Redis, and
+// the job that evicts the expired ones at most once every ten seconds
+// across the fleet.
 func ExampleEvictExpired() {
-	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	sessions, err := jobs.NewExpiringHash(rdb, "sessions")
+	sessions, err := exphash.New(rdb, "sessions")
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := sessions.Set(ctx, "s3cr3t", []byte(`{"user":42}`), 30*time.Minute); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := sessions.Get(ctx, "s3cr3t"); err != nil { // jobs.ErrNotFound once expired
-		log.Fatal(err)
-	}
-
-	evict, err := jobs.EvictExpired(rdb, "sessions", jobs.EvictConfig{})
+	// The web handlers call sessions.Set and sessions.Get.
+	evict, err := jobs.EvictExpired(sessions, jobs.EvictConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,7 +78,7 @@ func ExampleEvictExpired() {
 		log.Fatal(err)
 	}
 	defer rec.Shutdown(context.Background())
-	if err := rec.Register(evict, recruiter.JobConfig{Rate: 0.01, Every: 10 * time.Second}); err != nil {
+	if err := rec.Register(evict, recruiter.JobConfig{Every: 10 * time.Second}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -95,4 +92,32 @@ func ExampleEvictExpiredMembers() {
 		log.Fatal(err)
 	}
 	log.Println(evict.Name()) // evict-members.presence
+}
+
+// A batched job over a step of one's own: here a backlog in memory, so
+// that the slices' reports show; in practice a script or a query that
+// handles up to max entries and says how many it did. Each slice makes at
+// most two batches of 100, and reports More while its last batch was full.
+func ExampleBatched() {
+	backlog := 250
+	step := func(ctx context.Context, max int) (int, error) {
+		n := min(max, backlog)
+		backlog -= n
+		return n, nil
+	}
+	job, err := jobs.Batched("trim-backlog", jobs.Batching{Batch: 100, MaxBatches: 2}, step)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for more := true; more; {
+		rep, err := job.Run(context.Background()) // a recruiter gives it a deadline
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: %+v\n", job.Name(), rep)
+		more = rep.More
+	}
+	// Output:
+	// trim-backlog: {Items:200 More:true}
+	// trim-backlog: {Items:50 More:false}
 }

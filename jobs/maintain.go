@@ -1,41 +1,18 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
-// TidyConfig configures [TidyStale]. The zero value is valid: every field
-// has a documented default.
+// TidyConfig configures [TidyStale]. The zero value is valid.
 type TidyConfig struct {
-	// Batch is how many expired leases one call of [queue.Queue.Tidy]
-	// hands back, at most [BatchMax]. Default 500.
-	Batch int
-	// MaxBatches bounds the batches of one slice. Default 0: as many as
-	// its budget allows.
-	MaxBatches int
-	// Name overrides the job's name, "tidy.QUEUE" by default.
-	Name string
-	// RedisTimeout bounds each script call. A call is not cut at the
-	// slice's deadline, as its work would be done in Redis all the same but
-	// go uncounted; rather, a slice starts no batch that the budget left
-	// does not fit. Default 250ms, at most 10s.
-	RedisTimeout time.Duration
-}
-
-func (c TidyConfig) validate() error {
-	return validateCommon(c.Batch, c.MaxBatches, c.Name, c.RedisTimeout)
-}
-
-func (c TidyConfig) withDefaults() TidyConfig {
-	c.Batch = cmp.Or(c.Batch, TidyBatchDefault)
-	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
-	return c
+	// Batching's defaults for TidyStale: Batch 500 expired leases per call
+	// of [queue.Queue.Tidy], Name "tidy.QUEUE", RedisTimeout 250ms.
+	Batching
 }
 
 // TidyStale returns the job that hands expired leases (of crashed or stuck
@@ -43,36 +20,14 @@ func (c TidyConfig) withDefaults() TidyConfig {
 // attempt, with [queue.Queue.Tidy]. A slice's Items counts the leases
 // handed back; More says that its last batch was full.
 func TidyStale(q *queue.Queue, cfg TidyConfig) (recruiter.Job, error) {
-	cfg = cfg.withDefaults()
-	return queueJob(q, "tidy", (*queue.Queue).Tidy, cfg.validate(), cfg.Batch, cfg.MaxBatches, cfg.Name, cfg.RedisTimeout)
+	return queueStep{kind: "tidy", batch: tidyBatchDefault, run: (*queue.Queue).Tidy}.job(q, cfg.Batching)
 }
 
-// PromoteConfig configures [PromoteDue]. The zero value is valid: every
-// field has a documented default.
+// PromoteConfig configures [PromoteDue]. The zero value is valid.
 type PromoteConfig struct {
-	// Batch is how many due items one call of [queue.Queue.Promote] moves,
-	// at most [BatchMax]. Default 500.
-	Batch int
-	// MaxBatches bounds the batches of one slice. Default 0: as many as
-	// its budget allows.
-	MaxBatches int
-	// Name overrides the job's name, "promote.QUEUE" by default.
-	Name string
-	// RedisTimeout bounds each script call. A call is not cut at the
-	// slice's deadline, as its work would be done in Redis all the same but
-	// go uncounted; rather, a slice starts no batch that the budget left
-	// does not fit. Default 250ms, at most 10s.
-	RedisTimeout time.Duration
-}
-
-func (c PromoteConfig) validate() error {
-	return validateCommon(c.Batch, c.MaxBatches, c.Name, c.RedisTimeout)
-}
-
-func (c PromoteConfig) withDefaults() PromoteConfig {
-	c.Batch = cmp.Or(c.Batch, PromoteBatchDefault)
-	c.RedisTimeout = cmp.Or(c.RedisTimeout, RedisTimeoutDefault)
-	return c
+	// Batching's defaults for PromoteDue: Batch 500 due items per call of
+	// [queue.Queue.Promote], Name "promote.QUEUE", RedisTimeout 250ms.
+	Batching
 }
 
 // PromoteDue returns the job that moves q's delayed items (nacked, waiting
@@ -80,25 +35,22 @@ func (c PromoteConfig) withDefaults() PromoteConfig {
 // [queue.Queue.Promote]. A slice's Items counts the items moved; More says
 // that its last batch was full.
 func PromoteDue(q *queue.Queue, cfg PromoteConfig) (recruiter.Job, error) {
-	cfg = cfg.withDefaults()
-	return queueJob(q, "promote", (*queue.Queue).Promote, cfg.validate(), cfg.Batch, cfg.MaxBatches, cfg.Name, cfg.RedisTimeout)
+	return queueStep{kind: "promote", batch: promoteBatchDefault, run: (*queue.Queue).Promote}.job(q, cfg.Batching)
 }
 
-// queueJob is the countJob of one of q's maintenance steps, once its
-// config is checked (invalid is validate's result).
-func queueJob(q *queue.Queue, kind string, step func(*queue.Queue, context.Context, int) (int, error),
-	invalid error, batch, maxBatches int, name string, timeout time.Duration) (recruiter.Job, error) {
+// queueStep is one of a queue's maintenance steps, as a batched job: its
+// name's kind, its default Batch, and the method that does one batch.
+type queueStep struct {
+	kind  string
+	batch int
+	run   func(q *queue.Queue, ctx context.Context, max int) (int, error)
+}
+
+func (s queueStep) job(q *queue.Queue, cfg Batching) (recruiter.Job, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
 	}
-	if invalid != nil {
-		return nil, invalid
-	}
-	return &countJob{
-		name:       cmp.Or(name, jobName(kind, q.Name())),
-		batch:      batch,
-		maxBatches: maxBatches,
-		timeout:    timeout,
-		step:       func(ctx context.Context, max int) (int, error) { return step(q, ctx, max) },
-	}, nil
+	return batched(jobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
+		return s.run(q, ctx, max)
+	})
 }

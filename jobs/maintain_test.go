@@ -22,13 +22,13 @@ func TestTidyStaleReturnsExpiredLeases(t *testing.T) {
 	untilRedisTime(t, b.rdb, crashed[0].Deadline)
 	wantStats(t, b.q, queue.Stats{Pending: 15, Leased: 25, Expired: 20})
 
-	one, err := jobs.TidyStale(b.q, jobs.TidyConfig{Batch: 8, MaxBatches: 1})
+	one, err := jobs.TidyStale(b.q, jobs.TidyConfig{Batching: jobs.Batching{Batch: 8, MaxBatches: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantReport(t, mustSlice(t, one, time.Second), recruiter.Report{Items: 8, More: true}, "one batch of 8")
 
-	all, err := jobs.TidyStale(b.q, jobs.TidyConfig{Batch: 8})
+	all, err := jobs.TidyStale(b.q, jobs.TidyConfig{Batching: jobs.Batching{Batch: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestPromoteDueMovesDueItems(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "10 items due", func() bool { return mustStats(t, b.q).Due == 10 })
 
-	job, err := jobs.PromoteDue(b.q, jobs.PromoteConfig{Batch: 4})
+	job, err := jobs.PromoteDue(b.q, jobs.PromoteConfig{Batching: jobs.Batching{Batch: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}

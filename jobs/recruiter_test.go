@@ -52,7 +52,7 @@ func TestDrainThroughRecruiter(t *testing.T) {
 	ids := enqueue(t, b.q, "item-", 1000)
 	c := &calls{}
 	rec := inlineRecruiter(t, b.rdb, func() float64 { return 0 })
-	drain := mustDrain(t, b.q, echo(c), jobs.DrainConfig{MaxBatches: 2})
+	drain := mustDrain(t, b.q, echo(c), jobs.DrainConfig{Batching: jobs.Batching{MaxBatches: 2}})
 	if err := rec.Register(drain, recruiter.JobConfig{Rate: 1, Budget: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}

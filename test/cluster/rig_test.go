@@ -74,11 +74,11 @@ func startDrain(t *testing.T, rdb redis.UniversalClient, prefix, name string, n,
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain, err := jobs.Drain(q, r.handle, jobs.DrainConfig{Batch: batch, Name: drainJob})
+	drain, err := jobs.Drain(q, r.handle, jobs.DrainConfig{Batching: jobs.Batching{Batch: batch, Name: drainJob}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{Name: tidyJob})
+	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{Batching: jobs.Batching{Name: tidyJob}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,11 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	const (
 		items  = 2000
 		budget = 200 * time.Millisecond
+		// The drain's RedisTimeout, its default, set here for the bound.
+		redisTimeout = 250 * time.Millisecond
 		// The slice's budget, then its settle and release (each bounded by
 		// the drain's RedisTimeout), then slack for a loaded machine.
-		shutdownBound = budget + 2*jobs.RedisTimeoutDefault + 2*time.Second
+		shutdownBound = budget + 2*redisTimeout + 2*time.Second
 	)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -53,7 +55,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 		}
 		time.Sleep(2 * time.Millisecond) // the work
 		return it.Payload, nil
-	}, jobs.DrainConfig{Batch: 20})
+	}, jobs.DrainConfig{Batching: jobs.Batching{Batch: 20, RedisTimeout: redisTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 		t.Fatal(err)
 	}
 	drain, err := jobs.Drain(q, func(context.Context, queue.Item) ([]byte, error) { return []byte("done"), nil },
-		jobs.DrainConfig{Batch: 10, RedisTimeout: slowDrainTimeout})
+		jobs.DrainConfig{Batching: jobs.Batching{Batch: 10, RedisTimeout: slowDrainTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func work(spec workerSpec) error {
 		}
 		time.Sleep(spec.Work) // the work, which, like much real work, ignores ctx
 		return []byte(resultOf(string(it.Payload), it.Token)), nil
-	}, jobs.DrainConfig{Batch: spec.Batch})
+	}, jobs.DrainConfig{Batching: jobs.Batching{Batch: spec.Batch}})
 	if err != nil {
 		return err
 	}

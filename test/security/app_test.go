@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -24,7 +25,7 @@ import (
 type app struct {
 	prefix string
 	q      *queue.Queue
-	hash   *jobs.ExpiringHash
+	hash   *exphash.Hash
 	rec    *recruiter.Recruiter
 	ids    []string
 
@@ -71,7 +72,7 @@ func startApp(t *testing.T, rdb redis.UniversalClient, cfg appConfig) *app {
 	if stranded, err := a.q.Claim(ctx, 3); err != nil || len(stranded) != 3 {
 		t.Fatalf("%s: claim 3 to strand = %d, %v", cfg.prefix, len(stranded), err)
 	}
-	if a.hash, err = jobs.NewExpiringHash(rdb, cfg.hashKey); err != nil {
+	if a.hash, err = exphash.New(rdb, cfg.hashKey); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
@@ -108,10 +109,10 @@ func startApp(t *testing.T, rdb redis.UniversalClient, cfg appConfig) *app {
 		job recruiter.Job
 		cfg recruiter.JobConfig
 	}{
-		{must(jobs.Drain(a.q, handler, jobs.DrainConfig{Batch: 50, Name: "drain" + sfx})), recruiter.JobConfig{Rate: 0.3}},
-		{must(jobs.TidyStale(a.q, jobs.TidyConfig{Name: "tidy" + sfx})), recruiter.JobConfig{Rate: 0.15, Every: 50 * time.Millisecond}},
-		{must(jobs.PromoteDue(a.q, jobs.PromoteConfig{Name: "promote" + sfx})), recruiter.JobConfig{Rate: 0.15, Every: 20 * time.Millisecond}},
-		{must(jobs.EvictExpired(rdb, cfg.hashKey, jobs.EvictConfig{Name: "evict" + sfx})), recruiter.JobConfig{Rate: 0.15, Every: 50 * time.Millisecond}},
+		{must(jobs.Drain(a.q, handler, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50, Name: "drain" + sfx}})), recruiter.JobConfig{Rate: 0.3}},
+		{must(jobs.TidyStale(a.q, jobs.TidyConfig{Batching: jobs.Batching{Name: "tidy" + sfx}})), recruiter.JobConfig{Rate: 0.15, Every: 50 * time.Millisecond}},
+		{must(jobs.PromoteDue(a.q, jobs.PromoteConfig{Batching: jobs.Batching{Name: "promote" + sfx}})), recruiter.JobConfig{Rate: 0.15, Every: 20 * time.Millisecond}},
+		{must(jobs.EvictExpired(a.hash, jobs.EvictConfig{Batching: jobs.Batching{Name: "evict" + sfx}})), recruiter.JobConfig{Rate: 0.15, Every: 50 * time.Millisecond}},
 	}
 	if cfg.extra != nil {
 		register = append(register, struct {

@@ -1,7 +1,0 @@
--- Delete: remove fields of an expiring hash with their expiries.
--- KEYS[1]: values (hash)   KEYS[2]: expiry (zset)
--- ARGV: the fields, at most BatchMax
--- Returns how many of them had a value, expired or not.
-local n = redis.call('HDEL', KEYS[1], unpack(ARGV))
-redis.call('ZREM', KEYS[2], unpack(ARGV))
-return n
