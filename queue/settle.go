@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/text"
 )
 
 var (
@@ -86,7 +88,7 @@ func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled,
 				continue
 			}
 			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()
-			args = append(args, o.Item.ID, o.Item.Token, kindNack, truncate(err.Error(), causeMax), backoff)
+			args = append(args, o.Item.ID, o.Item.Token, kindNack, text.Truncate(err.Error(), causeMax, ""), backoff)
 		}
 		codes, err := settleScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
 		if err != nil {
@@ -142,15 +144,4 @@ func (q *Queue) settleOne(ctx context.Context, op string, o Settlement) error {
 		return q.wrap(op, fmt.Errorf("%w: %s (token %s)", ErrLeaseLost, o.Item.ID, o.Item.Token))
 	}
 	return nil
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worksteal/worksteal/internal/ring"
+	"github.com/worksteal/worksteal/internal/text"
 	"github.com/worksteal/worksteal/telemetry"
 )
 
@@ -165,14 +165,5 @@ func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	text := err.Error()
-	if len(text) <= errorTextMax {
-		return text
-	}
-	const ellipsis = "…"
-	cut := errorTextMax - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut] + ellipsis
+	return text.Truncate(err.Error(), errorTextMax, "…")
 }
