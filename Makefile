@@ -1,12 +1,24 @@
 # worksteal: two commands set up a fresh machine.
 #   make run   the example service, on an embedded Redis unless REDIS_URL is set
-#   make test  installs redis-server if missing (Debian/Ubuntu), then runs every test with -race
+#   make test  installs redis-server if missing (Debian/Ubuntu), then runs every test of every module with -race
 #
 # The tests start REDIS_SERVER (default: redis-server on PATH):
 #   make test REDIS_SERVER=/path/to/redis-server
 #   make test-servers REDIS_SERVERS_DIR=DIR   the suite once per DIR/*/redis-server
+#
+# The repository holds several Go modules (MODULES below); every target
+# that builds, tests or checks code runs in each of them, with GOWORK=off,
+# so that each go.mod is proven to stand alone. go.work ties them together
+# for editors and ad hoc go commands; `make mod-check` keeps it in step.
 
 GO          ?= go
+# Every module of the repository, as folders: the root first, then the
+# nested modules (each with its own go.mod, LICENSE and tags
+# <folder>/vX.Y.Z). go.work, scripts/fuzz.sh and scripts/release.sh read
+# this list (make -s modules).
+MODULES     := . middleware/echo middleware/echov5 middleware/grpc example bench test
+# go with the workspace off: each module on its own go.mod.
+GOMOD       := GOWORK=off $(GO)
 # staticcheck 2026.2.2 is module version v0.8.2.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -15,17 +27,28 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 override REDIS_SERVER := $(if $(findstring /,$(REDIS_SERVER)),$(abspath $(REDIS_SERVER)),$(REDIS_SERVER))
 export REDIS_SERVER
 
-.PHONY: run test test-servers bench lint fuzz redis-server
+# each runs $(1), a shell command, in every module's folder (in a
+# subshell), all of them even when one fails; then fails naming the
+# modules where it failed.
+define each
+@failed=; for m in $(MODULES); do \
+  echo "=== $@: $$m"; \
+  (cd "$$m" && $(1)) || failed="$$failed $$m"; \
+done; \
+[ -z "$$failed" ] || { echo "$@ failed in:$$failed" >&2; exit 1; }
+endef
+
+.PHONY: run test test-servers bench lint fuzz redis-server modules tidy mod-check api api-check
 
 # A built binary rather than go run: go run exits 1 on Ctrl-C even when
 # the example shuts down cleanly (golang/go#40467).
 # ARGS are the example's flags: make run ARGS='-traffic=false'.
 run:
-	$(GO) build -o $${TMPDIR:-/tmp}/worksteal-example ./example
+	$(GOMOD) -C example build -o $${TMPDIR:-/tmp}/worksteal-example .
 	exec $${TMPDIR:-/tmp}/worksteal-example $(ARGS)
 
 test: redis-server
-	$(GO) test -race -count=1 ./...
+	$(call each,$(GOMOD) test -race -count=1 ./...)
 
 # `make test` once per server of REDIS_SERVERS_DIR (every subfolder that
 # holds a redis-server), all of them even when one fails; then fails
@@ -43,22 +66,27 @@ test-servers:
 	[ -z "$$failed" ] || { echo "make test-servers: the suite failed on:$$failed" >&2; exit 1; }
 
 bench: redis-server
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(call each,$(GOMOD) test -run '^$$' -bench . -benchmem ./...)
 
-# Every fuzz target for FUZZTIME (default 5s) each; fails on a crasher.
+# Every fuzz target of every module for FUZZTIME (default 5s) each; fails
+# on a crasher.
 fuzz: redis-server
-	GO=$(GO) ./scripts/fuzz.sh
+	GO=$(GO) MODULES="$(MODULES)" ./scripts/fuzz.sh
 
 # The fleet benchmark (about 10 minutes): real redis-server, service
 # processes and an open-loop load; rewrites the fleet section of
-# BENCHMARKS.md and bench/results/*.svg. `go run ./bench -quick`: under a minute.
+# BENCHMARKS.md and bench/results/*.svg (paths from the root, where it
+# runs). ARGS='-quick': under a minute.
 .PHONY: bench-fleet
 bench-fleet: redis-server
-	$(GO) run ./bench
+	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .
+	$${TMPDIR:-/tmp}/worksteal-bench $(ARGS)
 
+# go vet and staticcheck in every module; the browser tests (build tag
+# browser) are vetted too, without needing Chromium.
 lint:
-	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
+	$(call each,$(GOMOD) vet ./... && $(GOMOD) run $(STATICCHECK) ./...)
+	cd test && $(GOMOD) vet -tags browser ./browser/ && $(GOMOD) run $(STATICCHECK) -tags browser ./browser/
 
 # The tests start their own redis-server processes: REDIS_SERVER when set,
 # else redis-server on PATH, installed when missing and we can
@@ -78,12 +106,13 @@ redis-server:
 	fi; \
 	bin=$$(command -v "$${REDIS_SERVER:-redis-server}") && echo "tests use $$bin: $$("$$bin" --version)" || true
 
-# The dashboard in a real headless Chromium (build tag browser), against a
-# live recruiter; installs chromium when missing (Debian/Ubuntu), else says how.
+# The dashboard in a real headless Chromium (test/browser, build tag
+# browser), against a live recruiter; installs chromium when missing
+# (Debian/Ubuntu), else says how.
 .PHONY: test-browser chromium
 test-browser: redis-server chromium
-	$(GO) vet -tags browser ./telemetry/
-	$(GO) test -race -count=1 -tags browser -run Browser ./telemetry/
+	cd test && $(GOMOD) vet -tags browser ./browser/
+	cd test && $(GOMOD) test -race -count=1 -tags browser ./browser/
 
 chromium:
 	@[ -x /usr/bin/chromium ] || { \
@@ -93,3 +122,45 @@ chromium:
 	  else \
 	    echo "/usr/bin/chromium is missing: install Chromium with your package manager (the browser test drives it)" >&2; exit 1; \
 	  fi; }
+
+# The module folders, one a line, for scripts.
+modules:
+	@printf '%s\n' $(MODULES)
+
+# go mod tidy in every module.
+tidy:
+	$(call each,$(GOMOD) mod tidy)
+
+# Fails, saying what to do, unless every module's go.mod and go.sum are
+# tidy, go.work uses exactly MODULES, and every nested module holds a copy
+# of LICENSE (pkg.go.dev looks for one in the module's own folder; a
+# symlink is not followed).
+mod-check:
+	$(call each,$(GOMOD) mod tidy -diff || { echo "$$m: go.mod or go.sum is not tidy: run make tidy" >&2; exit 1; })
+	@want=$$(printf '%s\n' $(MODULES) | sed 's|^\./||; s|^|./|; s|^\./\.$$|.|' | sort); \
+	got=$$($(GO) work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p' | sort); \
+	[ "$$want" = "$$got" ] || { echo "go.work uses:" $$got "; MODULES is:" $$want "; make them agree" >&2; exit 1; }
+	@for m in $(filter-out .,$(MODULES)); do \
+	  cmp -s LICENSE "$$m/LICENSE" && [ ! -L "$$m/LICENSE" ] || { echo "$$m/LICENSE is missing or differs from LICENSE: cp LICENSE $$m/" >&2; exit 1; }; \
+	done
+	@echo "mod-check: $(words $(MODULES)) modules tidy, go.work in step, LICENSE in each"
+
+# api/*.txt: every exported identifier of the library modules' packages
+# (not the example's, the benchmark's or the test suites'), one a line with
+# its signature, sorted (internal/cmd/apidump). `make api` rewrites them;
+# `make api-check` fails with the diff when they are stale, and when a
+# nested module lacks its LICENSE copy.
+API_MODULES := $(filter-out example bench test,$(MODULES))
+API_DUMP    := $(GOMOD) run ./internal/cmd/apidump
+api:
+	rm -f api/*.txt
+	$(API_DUMP) -o api $(API_MODULES)
+
+api-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(API_DUMP) -o "$$tmp" $(API_MODULES) && \
+	{ diff -ru api "$$tmp" || { echo "api-check: api/ is stale (the diff above: - checked in, + the code now); review the change, then run make api" >&2; exit 1; }; }
+	@for m in $(filter-out .,$(MODULES)); do \
+	  cmp -s LICENSE "$$m/LICENSE" && [ ! -L "$$m/LICENSE" ] || { echo "api-check: $$m/LICENSE is missing or differs from LICENSE: cp LICENSE $$m/" >&2; exit 1; }; \
+	done
+	@echo "api-check: api/ matches the code"

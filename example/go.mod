@@ -2,15 +2,13 @@ module github.com/worksteal/worksteal/example
 
 go 1.26.0
 
-require github.com/worksteal/worksteal v0.0.0-00010101000000-000000000000
-
-require github.com/worksteal/worksteal/middleware/echo v0.0.0-00010101000000-000000000000
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/worksteal/worksteal v0.0.0-00010101000000-000000000000
+	github.com/worksteal/worksteal/middleware/echo v0.0.0-00010101000000-000000000000
 	github.com/worksteal/worksteal/middleware/grpc v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho v0.60.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
@@ -62,8 +60,8 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
 
-replace github.com/worksteal/worksteal => ..
-
-replace github.com/worksteal/worksteal/middleware/echo => ../middleware/echo
-
-replace github.com/worksteal/worksteal/middleware/grpc => ../middleware/grpc
+replace (
+	github.com/worksteal/worksteal => ..
+	github.com/worksteal/worksteal/middleware/echo => ../middleware/echo
+	github.com/worksteal/worksteal/middleware/grpc => ../middleware/grpc
+)

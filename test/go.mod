@@ -2,14 +2,12 @@ module github.com/worksteal/worksteal/test
 
 go 1.26.0
 
-require github.com/worksteal/worksteal v0.0.0-00010101000000-000000000000
-
-require github.com/worksteal/worksteal/middleware/echo v0.0.0-00010101000000-000000000000
-
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/worksteal/worksteal v0.0.0-00010101000000-000000000000
+	github.com/worksteal/worksteal/middleware/echo v0.0.0-00010101000000-000000000000
 	github.com/worksteal/worksteal/middleware/grpc v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.uber.org/goleak v1.3.0
@@ -44,8 +42,8 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/worksteal/worksteal => ..
-
-replace github.com/worksteal/worksteal/middleware/echo => ../middleware/echo
-
-replace github.com/worksteal/worksteal/middleware/grpc => ../middleware/grpc
+replace (
+	github.com/worksteal/worksteal => ..
+	github.com/worksteal/worksteal/middleware/echo => ../middleware/echo
+	github.com/worksteal/worksteal/middleware/grpc => ../middleware/grpc
+)
