@@ -112,8 +112,11 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// Half the margin past the budget: a prompt job has released by then.
-	timer = time.AfterFunc(e.cfg.Budget+(e.lock.ttl-e.cfg.Budget)/2, extend)
+	// Once a prompt job has returned (its budget and grace), so that nearly
+	// the lock's whole margin is left for the first extension to reach
+	// Redis. One that comes after the release finds the lock not ours and
+	// changes nothing.
+	timer = time.AfterFunc(e.cfg.Budget+overrunGrace(e.cfg.Budget), extend)
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
