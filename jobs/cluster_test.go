@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -52,7 +53,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "retries promoted", func() bool {
+			testrig.Eventually(t, 5*time.Second, "retries promoted", func() bool {
 				mustSlice(t, promote, time.Second)
 				return mustStats(t, q).Pending == 4
 			})

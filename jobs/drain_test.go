@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -109,7 +110,7 @@ func TestDrainNacksFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the 5 retries promoted", func() bool {
+	testrig.Eventually(t, 5*time.Second, "the 5 retries promoted", func() bool {
 		mustSlice(t, promote, time.Second)
 		return mustStats(t, b.q).Pending == 5
 	})

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -100,23 +101,10 @@ func redisNow(t testing.TB, rdb redis.UniversalClient) time.Time {
 	return now
 }
 
-// eventually polls cond every few milliseconds until it holds or the
-// deadline passes; it is for waiting on Redis's clock.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: still not %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // untilRedisTime polls Redis's clock until it passes tm.
 func untilRedisTime(t testing.TB, rdb redis.UniversalClient, tm time.Time) {
 	t.Helper()
-	eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
+	testrig.Eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
 		return redisNow(t, rdb).After(tm)
 	})
 }

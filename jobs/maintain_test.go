@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -95,7 +96,7 @@ func TestPromoteDueMovesDueItems(t *testing.T) {
 	if s, err := later.Settle(context.Background(), failures(mustClaim(t, later, 5, 5), "later")...); s.Retried != 5 || err != nil {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}
-	eventually(t, 5*time.Second, "10 items due", func() bool { return mustStats(t, b.q).Due == 10 })
+	testrig.Eventually(t, 5*time.Second, "10 items due", func() bool { return mustStats(t, b.q).Due == 10 })
 
 	job, err := jobs.PromoteDue(b.q, jobs.PromoteConfig{Batching: jobs.Batching{Batch: 4}})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/hooks"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -35,7 +36,7 @@ func inlineRecruiter(t *testing.T, rdb redis.UniversalClient, rolls func() float
 func enlistUntil(t *testing.T, rec *recruiter.Recruiter, what string, done func() bool) {
 	t.Helper()
 	ctx := testContext(t)
-	eventually(t, 20*time.Second, what, func() bool {
+	testrig.Eventually(t, 20*time.Second, what, func() bool {
 		rec.Enlist(ctx)
 		return done()
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -46,7 +47,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("one")); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("two")); err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("three")); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("four")); err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 // blocking call between them.
 func clusterBlocked(t *testing.T, cc *redis.ClusterClient, n int) {
 	t.Helper()
-	eventually(t, 10*time.Second, "blocked clients on the cluster", func() bool {
+	testrig.Eventually(t, 10*time.Second, "blocked clients on the cluster", func() bool {
 		var total atomic.Int64
 		err := cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
 			info, err := m.Info(ctx, "clients").Result()

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -120,9 +121,9 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 	for k := range kills {
 		// Spread the kills over the run: wait for the next share of progress.
 		threshold := int64(items - (k+1)*items/(kills+2))
-		eventually(t, 30*time.Second, fmt.Sprintf("%d items left", threshold), func() bool { return remaining() <= threshold })
+		testrig.Eventually(t, 30*time.Second, fmt.Sprintf("%d items left", threshold), func() bool { return remaining() <= threshold })
 		var victim *workerProc
-		eventually(t, 10*time.Second, "a live worker mid-batch", func() bool {
+		testrig.Eventually(t, 10*time.Second, "a live worker mid-batch", func() bool {
 			for _, i := range rand.Perm(len(procs)) {
 				if w := procs[i]; !w.killed && !w.exited() && w.midBatch() {
 					victim = w

@@ -12,6 +12,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -83,22 +84,9 @@ func redisNow(t testing.TB, rdb redis.UniversalClient) time.Time {
 // delays, which are measured by that clock, not ours.
 func untilRedisTime(t testing.TB, rdb redis.UniversalClient, tm time.Time) {
 	t.Helper()
-	eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
+	testrig.Eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
 		return !redisNow(t, rdb).Before(tm)
 	})
-}
-
-// eventually polls cond every few milliseconds until it holds or the
-// deadline passes; it is for waiting on Redis or other processes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: still not %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func mustEnqueue(t testing.TB, q *queue.Queue, payloads ...string) []string {

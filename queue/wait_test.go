@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -32,7 +33,7 @@ func goWait(ctx context.Context, q *queue.Queue, id string) <-chan waitResult {
 // blockedClients waits until Redis reports n clients in a blocking call.
 func blockedClients(t *testing.T, rdb *redis.Client, n int) {
 	t.Helper()
-	eventually(t, 10*time.Second, strconv.Itoa(n)+" blocked clients", func() bool {
+	testrig.Eventually(t, 10*time.Second, strconv.Itoa(n)+" blocked clients", func() bool {
 		info, err := rdb.Info(context.Background(), "clients").Result()
 		return err == nil && strings.Contains(info, "blocked_clients:"+strconv.Itoa(n)+"\r\n")
 	})
@@ -236,7 +237,7 @@ func TestExpiredResultsAreDropped(t *testing.T) {
 	// Idle: no Settle or Tidy runs, and Redis expires both keys.
 	short, _, tag = handles("idle")
 	ack(short, "first")
-	eventually(t, 10*time.Second, "results and expiring gone", func() bool {
+	testrig.Eventually(t, 10*time.Second, "results and expiring gone", func() bool {
 		n, err := b.rdb.Exists(ctx, tag+":results", tag+":expiring").Result()
 		return n == 0 && err == nil
 	})

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/telemetry"
 )
@@ -125,7 +126,7 @@ func TestHungJobFreesItsSlotAndHoldsItsJob(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, 10*time.Second, "the stuck job declared hung", func() bool {
+	testrig.Eventually(t, 10*time.Second, "the stuck job declared hung", func() bool {
 		return jobStats(nil, recs[0], "stuck").Hung+jobStats(nil, recs[1], "stuck").Hung > 0
 	})
 	holder := 0
@@ -163,8 +164,8 @@ func TestHungJobFreesItsSlotAndHoldsItsJob(t *testing.T) {
 
 	// Once it returns, the job is free again, here and in Redis.
 	close(release)
-	eventually(t, 10*time.Second, "the hung slice returned", func() bool { return recs[holder].Stats().Hanging == 0 })
-	eventually(t, 10*time.Second, "the job run again", func() bool {
+	testrig.Eventually(t, 10*time.Second, "the hung slice returned", func() bool { return recs[holder].Stats().Hanging == 0 })
+	testrig.Eventually(t, 10*time.Second, "the job run again", func() bool {
 		recs[holder].Enlist(context.Background())
 		return stuckStarts.Load() > 1
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -82,7 +83,7 @@ func TestConcurrencyBound(t *testing.T) {
 	mustRegister(t, b.rec, recruiter.Func("first", job), recruiter.JobConfig{Rate: 0.5, Budget: 5 * time.Second})
 	mustRegister(t, b.rec, recruiter.Func("second", job), recruiter.JobConfig{Rate: 0.5, Budget: 5 * time.Second})
 	ctx := context.Background()
-	eventually(t, 5*time.Second, "both slots busy", func() bool { b.rec.Enlist(ctx); return running.Load() == 2 })
+	testrig.Eventually(t, 5*time.Second, "both slots busy", func() bool { b.rec.Enlist(ctx); return running.Load() == 2 })
 	for range 1000 {
 		b.rec.Enlist(ctx)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -49,7 +50,7 @@ func faultSetup(t *testing.T) (*bundle, *atomic.Int32) {
 		runs.Add(1)
 		return recruiter.Report{Items: 1, More: true}, nil
 	}), recruiter.JobConfig{Rate: 1})
-	eventually(t, 5*time.Second, "running before the fault", func() bool {
+	testrig.Eventually(t, 5*time.Second, "running before the fault", func() bool {
 		b.rec.Enlist(context.Background())
 		return runs.Load() > 0
 	})
@@ -87,7 +88,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 
 	b.srv.Restart()
 	before := runs.Load()
-	eventually(t, 10*time.Second, "running again after Redis returned", func() bool {
+	testrig.Eventually(t, 10*time.Second, "running again after Redis returned", func() bool {
 		b.rec.Enlist(context.Background())
 		return runs.Load() > before
 	})
@@ -108,10 +109,10 @@ func TestRedisPausedEnlistNeverWaits(t *testing.T) {
 	if slowest > 500*time.Millisecond {
 		t.Fatalf("an Enlist took %v while Redis hung: it waited on Redis", slowest)
 	}
-	eventually(t, 5*time.Second, "breaker open on timeouts", func() bool { return b.rec.Stats().BreakerOpen })
+	testrig.Eventually(t, 5*time.Second, "breaker open on timeouts", func() bool { return b.rec.Stats().BreakerOpen })
 	b.srv.Resume()
 	before := runs.Load()
-	eventually(t, 10*time.Second, "running again after Redis resumed", func() bool {
+	testrig.Eventually(t, 10*time.Second, "running again after Redis resumed", func() bool {
 		b.rec.Enlist(context.Background())
 		return runs.Load() > before
 	})
@@ -245,7 +246,7 @@ func TestShutdownWaitsForSliceInFlight(t *testing.T) {
 	go func() { shutdownDone <- b.rec.Shutdown(ctx) }()
 	// Shutdown has begun once registration is refused; a Shutdown that did
 	// not wait would return at once after that.
-	eventually(t, 5*time.Second, "shutting down", func() bool {
+	testrig.Eventually(t, 5*time.Second, "shutting down", func() bool {
 		return errors.Is(b.rec.Register(recruiter.Func("late", noop), recruiter.JobConfig{Rate: 0.01}), recruiter.ErrClosed)
 	})
 	select {
@@ -286,7 +287,7 @@ func TestIdleFallback(t *testing.T) {
 			return recruiter.Report{Items: 1}, nil
 		}), recruiter.JobConfig{Rate: 0.001})
 	}
-	eventually(t, 5*time.Second, "both jobs run without traffic", func() bool {
+	testrig.Eventually(t, 5*time.Second, "both jobs run without traffic", func() bool {
 		return runs[0].Load() >= 2 && runs[1].Load() >= 2
 	})
 	// Over a window, each job runs about once per IdleFallback, not more.
@@ -326,7 +327,7 @@ func TestIdleFallbackContinuesABacklog(t *testing.T) {
 		return recruiter.Report{Items: 1, More: n > 0}, nil
 	}), recruiter.JobConfig{Rate: 0.001})
 	clock.Advance(time.Hour)
-	eventually(t, 5*time.Second, "the backlog drained by the idle fallback", func() bool {
+	testrig.Eventually(t, 5*time.Second, "the backlog drained by the idle fallback", func() bool {
 		return jobStats(t, b.rec, "backlog").Items == 5
 	})
 	if js := jobStats(t, b.rec, "backlog"); js.Slices != 5 || js.Drawn != 0 || left.Load() != 0 {
@@ -365,7 +366,7 @@ func TestOverrunningSliceKeepsItsLock(t *testing.T) {
 	mustRegister(t, first, job, recruiter.JobConfig{Rate: 1, Budget: budget})
 	mustRegister(t, second, job, recruiter.JobConfig{Rate: 1, Budget: budget})
 	first.Enlist(context.Background())
-	eventually(t, 5*time.Second, "the first slice running", func() bool { return running.Load() == 1 })
+	testrig.Eventually(t, 5*time.Second, "the first slice running", func() bool { return running.Load() == 1 })
 	for running.Load() == 1 { // until the first returns, or a second starts beside it
 		second.Enlist(context.Background())
 		time.Sleep(time.Millisecond)

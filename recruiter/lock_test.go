@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -255,7 +256,7 @@ func TestLockOnCluster(t *testing.T) {
 	}
 	// Until every job has run (a fixed second was not always enough on a
 	// loaded machine), then a second more, in which none may run again.
-	eventually(t, 20*time.Second, "every job run once", func() bool {
+	testrig.Eventually(t, 20*time.Second, "every job run once", func() bool {
 		enlistFor(10*time.Millisecond, 4, recs...)
 		for i := range runs {
 			if runs[i].Load() == 0 {

@@ -102,19 +102,6 @@ func jobStats(t testing.TB, rec *recruiter.Recruiter, name string) recruiter.Job
 	return recruiter.JobStats{}
 }
 
-// eventually polls cond every few milliseconds until it holds or the
-// deadline passes; it is for waiting on other processes, not for timing.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: still not %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // fixedRoll returns a roll that is always v.
 func fixedRoll(v float64) func() float64 { return func() float64 { return v } }
 

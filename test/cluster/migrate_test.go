@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/test/rig"
+	"github.com/worksteal/worksteal/internal/testrig"
 )
 
 // A queue of 2,000 items drains on a 3-master cluster while its hash-tag
@@ -25,7 +25,7 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 	cc.OnNewNode(seen.attach) // before the first command: every node client counts
 	prefix := redistest.Prefix(t)
 	const name = "migrate"
-	ctx := rig.Context(t, 90*time.Second)
+	ctx := testrig.Context(t, 90*time.Second)
 
 	slot, err := cl.SlotOf(ctx, "{"+prefix+":q:"+name+"}")
 	if err != nil {
@@ -53,7 +53,7 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 	for {
 		// Let a drain slice meet this state of the migration first.
 		attempts := dr.attempts(t)
-		rig.Eventually(t, 30*time.Second, "a drain slice mid-migration", func() bool {
+		testrig.Eventually(t, 30*time.Second, "a drain slice mid-migration", func() bool {
 			return dr.attempts(t) > attempts
 		}, dr.describe)
 		n, err := m.MoveKeys(ctx, 1) // one key a step: every split of the queue's keys is met

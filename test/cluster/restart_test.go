@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/test/rig"
+	"github.com/worksteal/worksteal/internal/testrig"
 )
 
 // A queue of 3,000 items drains on a 3-master cluster while the master
@@ -22,7 +22,7 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 	cc := cl.Client(t)
 	prefix := redistest.Prefix(t)
 	const name = "restart"
-	ctx := rig.Context(t, 90*time.Second)
+	ctx := testrig.Context(t, 90*time.Second)
 
 	slot, err := cl.SlotOf(ctx, "{"+prefix+":q:"+name+"}")
 	if err != nil {
@@ -49,7 +49,7 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 	}
 	// The drain meets the outage: its slices fail (the recruiter logs and
 	// counts them), or its lock cannot be taken if the lock's slot died too.
-	rig.Eventually(t, 30*time.Second, "the drain to see the outage", func() bool {
+	testrig.Eventually(t, 30*time.Second, "the drain to see the outage", func() bool {
 		js := dr.job(t, drainJob)
 		return js.Failed() > before.Failed() || dr.rec.Stats().BreakerOpen
 	})

@@ -13,10 +13,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // drainRig is a queue of n items and a recruiter that drains and tidies it,
@@ -45,7 +45,7 @@ const (
 // come back soon through TidyStale and no item reaches the dead letters.
 func startDrain(t *testing.T, rdb redis.UniversalClient, prefix, name string, n, batch int) *drainRig {
 	t.Helper()
-	ctx := rig.Context(t, 30*time.Second)
+	ctx := testrig.Context(t, 30*time.Second)
 	q, err := queue.New(rdb, name, queue.Config{
 		Prefix: prefix, Lease: time.Second, MaxAttempts: 100,
 		BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond,
@@ -88,7 +88,7 @@ func startDrain(t *testing.T, rdb redis.UniversalClient, prefix, name string, n,
 	if err := r.rec.Register(tidy, recruiter.JobConfig{Rate: 0.2, Budget: 50 * time.Millisecond, Every: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	r.stopTraffic = rig.Traffic(r.rec, time.Millisecond)
+	r.stopTraffic = testrig.Traffic(r.rec, time.Millisecond)
 	t.Cleanup(func() { r.shutdown(t) })
 	return r
 }
@@ -143,7 +143,7 @@ func (r *drainRig) shutdown(t *testing.T) {
 // waitHandled waits until the handler has seen n distinct items.
 func (r *drainRig) waitHandled(t *testing.T, within time.Duration, n int) {
 	t.Helper()
-	rig.Eventually(t, within, fmt.Sprintf("%d items handled", n), func() bool {
+	testrig.Eventually(t, within, fmt.Sprintf("%d items handled", n), func() bool {
 		d, _ := r.handled()
 		return d >= n
 	}, r.describe)
@@ -176,7 +176,7 @@ func (r *drainRig) describe() string {
 // is empty: nothing pending, leased, delayed or dead.
 func (r *drainRig) waitDrained(t *testing.T, within time.Duration) {
 	t.Helper()
-	rig.Eventually(t, within, "every item handled and the queue empty", func() bool {
+	testrig.Eventually(t, within, "every item handled and the queue empty", func() bool {
 		if d, _ := r.handled(); d < len(r.ids) {
 			return false
 		}
@@ -191,7 +191,7 @@ func (r *drainRig) waitDrained(t *testing.T, within time.Duration) {
 // and that the queue holds nothing else.
 func (r *drainRig) checkResults(t *testing.T) {
 	t.Helper()
-	ctx := rig.Context(t, 30*time.Second)
+	ctx := testrig.Context(t, 30*time.Second)
 	missing := 0
 	for _, id := range r.ids {
 		got, err := r.q.Result(ctx, id)

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // TestWorkersKilledMidDrain runs worker processes as a deployment would:
@@ -31,7 +31,7 @@ func TestWorkersKilledMidDrain(t *testing.T) {
 	)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	ctx := rig.Context(t, time.Minute)
+	ctx := testrig.Context(t, time.Minute)
 	spec := workerSpec{Addr: srv.Addr(), Prefix: redistest.Prefix(t), Queue: "killed",
 		Lease: time.Second, Budget: 100 * time.Millisecond, Work: 200 * time.Microsecond, Batch: 25,
 		// Above the attempts the kills can cost a good item (one per kill),
@@ -60,9 +60,9 @@ func TestWorkersKilledMidDrain(t *testing.T) {
 	for k := range kills {
 		// Spread the kills over the run: wait for the next share of progress.
 		threshold := int64(items - (k+1)*items/(kills+2))
-		rig.Eventually(t, time.Minute, fmt.Sprintf("kill %d: %d items left", k+1, threshold), func() bool { return remaining() <= threshold })
+		testrig.Eventually(t, time.Minute, fmt.Sprintf("kill %d: %d items left", k+1, threshold), func() bool { return remaining() <= threshold })
 		var victim *workerProc
-		rig.Eventually(t, 20*time.Second, fmt.Sprintf("kill %d: a live worker mid-slice", k+1), func() bool {
+		testrig.Eventually(t, 20*time.Second, fmt.Sprintf("kill %d: a live worker mid-slice", k+1), func() bool {
 			for _, i := range rand.Perm(len(procs)) {
 				if w := procs[i]; !w.killed && !w.exited() && w.midSlice() {
 					victim = w

@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // The outage test's figures. The issue asks for a 10s outage; the whole
@@ -59,7 +59,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always", "--dir", t.TempDir())
 	admin := srv.Client(t)
-	ctx := rig.Context(t, time.Minute)
+	ctx := testrig.Context(t, time.Minute)
 	q, err := queue.New(admin, "kept", queue.Config{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 		fleet = append(fleet, s)
 	}
 	for _, s := range fleet {
-		rig.Eventually(t, 20*time.Second, s.name+": slices running before the outage", func() bool {
+		testrig.Eventually(t, 20*time.Second, s.name+": slices running before the outage", func() bool {
 			return jobStats(t, s.rec, "tick").Ran >= 20
 		})
 	}
@@ -105,7 +105,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	}
 	srv.Kill()
 	for _, s := range fleet {
-		rig.Eventually(t, outage, s.name+": breaker open", func() bool { return s.rec.Stats().BreakerOpen })
+		testrig.Eventually(t, outage, s.name+": breaker open", func() bool { return s.rec.Stats().BreakerOpen })
 	}
 	// The outage's length is the fault itself, not a wait for a condition.
 	time.Sleep(time.Until(killedAt.Add(outage)))
@@ -120,14 +120,14 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 
 	resumedAfter := make([]time.Duration, len(fleet))
 	for i, s := range fleet {
-		rig.Eventually(t, outageCooldown+10*time.Second, s.name+": slices resumed after the restart", func() bool {
+		testrig.Eventually(t, outageCooldown+10*time.Second, s.name+": slices resumed after the restart", func() bool {
 			return jobStats(t, s.rec, "tick").Ran > ranAtRestart[i]
 		})
 		resumedAfter[i] = time.Since(restartedAt)
 	}
 	for _, s := range fleet {
 		s.load.Stop()
-		rig.Eventually(t, 5*time.Second, s.name+": slices ended", func() bool { return s.rec.Stats().InFlight == 0 })
+		testrig.Eventually(t, 5*time.Second, s.name+": slices ended", func() bool { return s.rec.Stats().InFlight == 0 })
 	}
 
 	// Attempts to the dead port: the threshold's, one probe per cooldown,

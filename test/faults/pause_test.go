@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // TestPausedLockHolder freezes (SIGSTOP) a worker process in the middle of
@@ -28,7 +28,7 @@ func TestPausedLockHolder(t *testing.T) {
 	const items = 200
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	ctx := rig.Context(t, time.Minute)
+	ctx := testrig.Context(t, time.Minute)
 	spec := workerSpec{Addr: srv.Addr(), Prefix: redistest.Prefix(t), Queue: "paused",
 		Lease: time.Second, Budget: 200 * time.Millisecond, Work: 5 * time.Millisecond, Batch: 10, MaxAttempts: 10}
 	q, err := queue.New(rdb, spec.Queue, spec.queueConfig())
@@ -41,7 +41,7 @@ func TestPausedLockHolder(t *testing.T) {
 
 	first := startWorker(t, spec, dir, 0)
 	var frozenID, frozenToken string
-	rig.Eventually(t, 30*time.Second, "the first worker frozen mid-item, holding the drain lock", func() bool {
+	testrig.Eventually(t, 30*time.Second, "the first worker frozen mid-item, holding the drain lock", func() bool {
 		if first.exited() {
 			t.Fatalf("the first worker exited before it could be frozen")
 		}
@@ -65,7 +65,7 @@ func TestPausedLockHolder(t *testing.T) {
 
 	second := startWorker(t, spec, dir, 1)
 	var takenBy string // the claim under which the frozen item was settled
-	rig.Eventually(t, 30*time.Second, "the frozen item settled by the second worker", func() bool {
+	testrig.Eventually(t, 30*time.Second, "the frozen item settled by the second worker", func() bool {
 		takenBy = settledUnder(ctx, q, frozenID)
 		return takenBy != ""
 	})
@@ -116,7 +116,7 @@ func enqueueNumbered(t *testing.T, q *queue.Queue, n int, poison string, poisonE
 		}
 		raw[i] = []byte(payloads[i])
 	}
-	ids, err := q.EnqueueBatch(rig.Context(t, time.Minute), raw)
+	ids, err := q.EnqueueBatch(testrig.Context(t, time.Minute), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func (wl workerLogs) handledCount() int {
 // once.
 func checkResults(t *testing.T, q *queue.Queue, ids, payloads []string, wl workerLogs, poison string) (redelivered int) {
 	t.Helper()
-	ctx := rig.Context(t, time.Minute)
+	ctx := testrig.Context(t, time.Minute)
 	dead := 0
 	for i, id := range ids {
 		got, err := q.Result(ctx, id)

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // TestShutdownUnderLoad calls Shutdown, through each stack, while requests
@@ -41,7 +41,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	ctx := rig.Context(t, time.Minute)
+	ctx := testrig.Context(t, time.Minute)
 	q, err := queue.New(rdb, "shutdown", queue.Config{Prefix: redistest.Prefix(t), Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	rec := newRecruiter(t, rdb, recruiter.Config{Prefix: redistest.Prefix(t)})
 	mustRegister(t, rec, drain, recruiter.JobConfig{Rate: 0.5, Budget: budget})
 	l := startLoad(t, st.serve(t, rec), 20*time.Millisecond)
-	rig.Eventually(t, 20*time.Second, "drain slices running", func() bool { return jobStats(t, rec, drain.Name()).Slices >= 2 })
+	testrig.Eventually(t, 20*time.Second, "drain slices running", func() bool { return jobStats(t, rec, drain.Name()).Slices >= 2 })
 
 	// Shut down as a handler of the slice in flight starts an item.
 	select {
@@ -84,7 +84,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	}
 	atShutdown := jobStats(t, rec, drain.Name())
 	inFlight := rec.Stats().InFlight
-	rig.Eventually(t, 10*time.Second, "requests served after Shutdown", func() bool {
+	testrig.Eventually(t, 10*time.Second, "requests served after Shutdown", func() bool {
 		return l.window(shutdownAt.Add(took), time.Now().Add(time.Hour)).requests >= 50
 	})
 	l.Stop()

@@ -12,10 +12,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 const (
@@ -54,14 +54,14 @@ func TestSlowAndDroppingRedis(t *testing.T) {
 	t.Run("load", func(t *testing.T) { peak = slowAndDroppingLoad(t, srv) })
 	// The subtest's cleanups closed its servers, clients, proxy and
 	// recruiters: what remains of them is a leak.
-	rig.Eventually(t, 10*time.Second, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
+	testrig.Eventually(t, 10*time.Second, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
 	goleak.VerifyNone(t, leakOpt)
 	t.Logf("goroutines: %d before the load, %d at its peak, %d after", baseline, peak, runtime.NumGoroutine())
 }
 
 // slowAndDroppingLoad runs the phases and returns the peak goroutine count.
 func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
-	ctx := rig.Context(t, time.Minute)
+	ctx := testrig.Context(t, time.Minute)
 	proxy := redistest.StartFaultProxy(t, srv.Addr())
 	prefix := redistest.Prefix(t)
 
@@ -108,7 +108,7 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 	}
 	peak := runtime.NumGoroutine()
 	ran := func() (uint64, uint64) { return jobStats(t, locks, "tick").Ran, jobStats(t, drains, drain.Name()).Ran }
-	rig.Eventually(t, 20*time.Second, "both jobs running before the faults", func() bool {
+	testrig.Eventually(t, 20*time.Second, "both jobs running before the faults", func() bool {
 		a, b := ran()
 		return a >= 5 && b >= 5
 	})
@@ -129,7 +129,7 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 	dropped := jobStats(t, drains, drain.Name())
 	ranA, ranB := ran()
 	proxy.Heal()
-	rig.Eventually(t, 10*time.Second, "both jobs running again after healing", func() bool {
+	testrig.Eventually(t, 10*time.Second, "both jobs running again after healing", func() bool {
 		a, b := ran()
 		return a > ranA && b > ranB
 	})
@@ -138,11 +138,11 @@ func slowAndDroppingLoad(t *testing.T, srv *redistest.Server) int {
 		l.Stop()
 	}
 	for _, rec := range []*recruiter.Recruiter{locks, drains} {
-		rig.Eventually(t, 5*time.Second, "slices ended", func() bool { return rec.Stats().InFlight == 0 })
+		testrig.Eventually(t, 5*time.Second, "slices ended", func() bool { return rec.Stats().InFlight == 0 })
 	}
 	// Nothing of the recruiter, the jobs or the queue may outlive the load.
 	var stolen []string
-	rig.Eventually(t, 5*time.Second, "no goroutine of stolen work left", func() bool {
+	testrig.Eventually(t, 5*time.Second, "no goroutine of stolen work left", func() bool {
 		stolen = workGoroutines()
 		return len(stolen) == 0
 	})

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/test/rig"
+	"github.com/worksteal/worksteal/internal/testrig"
 )
 
 // The grant serves a redis.ClusterClient too: it reads the command table
@@ -19,7 +19,7 @@ import (
 func TestLeastPrivilegeACLUserOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t)
-	ctx := rig.Context(t, 60*time.Second)
+	ctx := testrig.Context(t, 60*time.Second)
 	var admins []*redis.Client
 	for _, n := range cluster.Nodes() {
 		admins = append(admins, createACLUser(t, ctx, n))
@@ -43,7 +43,7 @@ func TestLeastPrivilegeACLUserOnCluster(t *testing.T) {
 	}
 
 	a := startApp(t, rdb, appConfig{prefix: "worksteal", queue: "mail", hashKey: "worksteal:sessions", items: 100})
-	rig.Eventually(t, 30*time.Second, "the app's jobs done under the ACL user on a cluster", func() bool { return a.done(ctx, "") },
+	testrig.Eventually(t, 30*time.Second, "the app's jobs done under the ACL user on a cluster", func() bool { return a.done(ctx, "") },
 		func() string { return a.describe() + "ACL LOG:\n" + strings.Join(aclLog(), "\n") })
 	a.shutdown(t)
 	a.checkResults(t, ctx)

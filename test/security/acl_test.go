@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/test/rig"
+	"github.com/worksteal/worksteal/internal/testrig"
 )
 
 // aclUser is the ACL SETUSER line of doc.go and the README, without the
@@ -124,7 +124,7 @@ func TestACLCoversEveryScript(t *testing.T) {
 func TestLeastPrivilegeACLUser(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := rig.Context(t, 60*time.Second)
+	ctx := testrig.Context(t, 60*time.Second)
 	admin := createACLUser(t, ctx, srv)
 	rdb := redis.NewClient(aclOptions(srv.Options()))
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -150,7 +150,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 		}
 		waited <- err
 	}()
-	rig.Eventually(t, 30*time.Second, "the app's jobs done under the ACL user", func() bool { return a.done(ctx, "") },
+	testrig.Eventually(t, 30*time.Second, "the app's jobs done under the ACL user", func() bool { return a.done(ctx, "") },
 		func() string { return a.describe() + "ACL LOG:\n" + strings.Join(aclLog(), "\n") })
 	if err := <-waited; err != nil {
 		t.Fatalf("Wait under the ACL user: %v", err)
@@ -209,7 +209,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 func TestACLUserClientIdentity(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := rig.Context(t, 30*time.Second)
+	ctx := testrig.Context(t, 30*time.Second)
 	admin := createACLUser(t, ctx, srv)
 	info, err := admin.Do(ctx, "COMMAND", "INFO", "client|setinfo").Slice()
 	if err != nil {

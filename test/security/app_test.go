@@ -13,10 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/exphash"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // app is one application's use of worksteal: a queue drained by a
@@ -52,7 +52,7 @@ type appConfig struct {
 // expire at once (for EvictExpired) and starts enlisting.
 func startApp(t *testing.T, rdb redis.UniversalClient, cfg appConfig) *app {
 	t.Helper()
-	ctx := rig.Context(t, 30*time.Second)
+	ctx := testrig.Context(t, 30*time.Second)
 	a := &app{prefix: cfg.prefix, results: map[string]int{}}
 	var err error
 	a.q, err = queue.New(rdb, cfg.queue, queue.Config{
@@ -125,7 +125,7 @@ func startApp(t *testing.T, rdb redis.UniversalClient, cfg appConfig) *app {
 			t.Fatal(err)
 		}
 	}
-	a.stopTraffic = rig.Traffic(a.rec, time.Millisecond)
+	a.stopTraffic = testrig.Traffic(a.rec, time.Millisecond)
 	t.Cleanup(func() { a.shutdown(t) })
 	return a
 }

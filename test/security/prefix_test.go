@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/test/rig"
 )
 
 // Two applications share one Redis with prefixes "app-a" and "app-b",
@@ -26,7 +26,7 @@ func TestApplicationsWithDifferentPrefixes(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
-	ctx := rig.Context(t, 60*time.Second)
+	ctx := testrig.Context(t, 60*time.Second)
 
 	// Another process of app-a holds its "shared" job for a minute.
 	const heldKey = "app-a:lock:shared"
@@ -51,7 +51,7 @@ func TestApplicationsWithDifferentPrefixes(t *testing.T) {
 		s.app = startApp(t, rdb, appConfig{prefix: s.name, queue: s.queue, hashKey: s.name + ":sessions", items: 200, extra: shared})
 	}
 	a, b := sides[0], sides[1]
-	rig.Eventually(t, 30*time.Second, "both apps done, app-b's shared job run", func() bool {
+	testrig.Eventually(t, 30*time.Second, "both apps done, app-b's shared job run", func() bool {
 		return a.app.done(ctx, "") && b.app.done(ctx, "") && b.shared.Load() >= 3
 	}, func() string { return a.app.describe() + b.app.describe() })
 	for _, s := range sides {

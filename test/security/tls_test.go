@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/test/rig"
+	"github.com/worksteal/worksteal/internal/testrig"
 )
 
 // Over a TLS-only Redis (--port 0, a CA made by the test), a client from a
@@ -21,7 +21,7 @@ import (
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartTLS(t)
-	ctx := rig.Context(t, 60*time.Second)
+	ctx := testrig.Context(t, 60*time.Second)
 
 	opts, err := redis.ParseURL(srv.URL())
 	if err != nil {
@@ -35,7 +35,7 @@ func TestTLS(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 
 	a := startApp(t, rdb, appConfig{prefix: "tls", queue: "mail", hashKey: "tls:sessions", items: 200})
-	rig.Eventually(t, 30*time.Second, "the app's jobs done over TLS", func() bool { return a.done(ctx, "") }, a.describe)
+	testrig.Eventually(t, 30*time.Second, "the app's jobs done over TLS", func() bool { return a.done(ctx, "") }, a.describe)
 	a.shutdown(t)
 	a.checkResults(t, ctx)
 	// Every job ran over TLS. (A slice may still time out on a loaded

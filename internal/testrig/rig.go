@@ -1,6 +1,7 @@
-// Package rig holds what the suites under test/ share: waiting for a
-// condition, a test's context, and the fast exits that recruit.
-package rig
+// Package testrig holds what this repository's tests share, in every
+// module: waiting for a condition, a test's context, and the fast exits
+// that recruit.
+package testrig
 
 import (
 	"context"
@@ -10,9 +11,10 @@ import (
 	"github.com/worksteal/worksteal/recruiter"
 )
 
-// Eventually polls cond until it holds, failing the test after within.
-// On failure it prints what, then what each of more returns (the state
-// that explains it).
+// Eventually polls cond every 5ms until it holds, failing the test after
+// within. On failure it prints what, then what each of more returns (the
+// state that explains it). It is for waiting on Redis, other goroutines
+// or other processes; cond may act too (enlist, say), once per poll.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool, more ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
