@@ -15,11 +15,12 @@
 //
 // # The hot path
 //
-// Middleware uses the two-step form: [Recruiter.Draw] before the handler,
-// [Draw.Run] after it if the response was a fast exit. A dismissed draw
-// costs nanoseconds, allocates nothing and never touches Redis. Only a
-// drawn request gets a context from [WithFastExitMarker], on which a
-// handler's [MarkFastExit] is recorded.
+// Middleware uses the two-step form, the one protocol of every adapter:
+// [Recruiter.Draw] before the handler; for a drawn request, [Draw.Context]
+// gives the handler a context on which [MarkFastExit] is recorded, and
+// after the handler [Draw.Finish] hands the slice on if the response was a
+// fast exit, with a flush hook for inline mode. A dismissed draw costs
+// nanoseconds, allocates nothing and never touches Redis.
 //
 // # Gates, lock and budget
 //
@@ -27,17 +28,21 @@
 // off locally (after finding its lock held, or after running it), the
 // circuit breaker is closed, and one of [Config.MaxConcurrent] slots is
 // free; otherwise the draw is dismissed, never queued. The slice then takes
-// the job's Redis lock ({prefix}:lock:{job}) with bsm/redislock, without
+// the job's Redis lock ({prefix}:lock:{job}, one SET NX PX), without
 // retry: a lock held elsewhere means "skipped", never "wait". The slice's
-// context ends at [JobConfig.Budget], before the lock's [LockTTL]. After
-// the slice, a [Report] with More releases the lock at once so the next
-// recruit continues the backlog; otherwise, with [JobConfig.Every], the key
-// stays as a cluster-wide cooldown; without it, the lock is released.
+// context ends at [JobConfig.Budget], before the lock expires (budget +
+// max(budget/2, 250ms)). After the slice, a [Report] with More releases
+// the lock at once so the next recruit continues the backlog; otherwise,
+// with [JobConfig.Every], the key stays as a cluster-wide cooldown;
+// without it, the lock is released. A slice that overruns keeps its lock
+// alive while it runs; one still running at twice the lock's TTL is hung:
+// its slot is freed, and its job stays taken until it returns.
 //
 // # Execution
 //
-// Slices run in the background by default (the caller returns at once),
-// or inline with [Config.Inline]. They run on context.WithoutCancel of the
+// Slices run in the background by default (the caller returns at once,
+// and the slice starts once the request's context ends), or inline with
+// [Config.Inline]. They run on context.WithoutCancel of the
 // enlisting context, carry their own span (see package telemetry), and
 // their errors and panics are logged and counted, never returned.
 // [Recruiter.Shutdown] stops recruiting and waits for slices in flight.
