@@ -17,26 +17,26 @@ import (
 	"github.com/worksteal/worksteal/internal/testrig"
 )
 
-// aclUser is the ACL SETUSER line of doc.go and the README, without the
+// aclUser is the ACL SETUSER line of doc.go and docs/redis.md, without the
 // password; TestACLDocsMatch keeps the three in step.
 const aclUser = "ACL SETUSER worksteal on resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all " +
 	"+evalsha +eval +blmove " +
-	"+time +get +set +getrange +del +exists +pexpire +pttl +incr " +
+	"+time +get +set +del +exists +pexpire +pttl +incr " +
 	"+hget +hmget +hset +hdel +hexists " +
 	"+lpush +rpush +lindex +llen +lrange +ltrim " +
 	"+zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore " +
 	"+command +cluster|slots +asking"
 
 // sentByClients are the granted commands that no script calls: the
-// scripts themselves, Queue.Wait's blocking pop, and what a
-// redis.ClusterClient sends to learn the command table and the slots and
-// to follow ASK redirects.
-var sentByClients = []string{"evalsha", "eval", "blmove", "command", "cluster|slots", "asking"}
+// scripts themselves, the lock's SET NX PX, Queue.Wait's blocking pop, and
+// what a redis.ClusterClient sends to learn the command table and the
+// slots and to follow ASK redirects.
+var sentByClients = []string{"evalsha", "eval", "set", "blmove", "command", "cluster|slots", "asking"}
 
-// aclOptions are the README's client options for the ACL user, beyond
+// aclOptions are the documented client options for the ACL user, beyond
 // its address and timeouts: without DisableIdentity, go-redis sends CLIENT
 // SETINFO on every connection, which Redis 7.2+ and Valkey refuse to
-// aclUser and record in ACL LOG. TestACLDocsMatch checks the README says so.
+// aclUser and record in ACL LOG. TestACLDocsMatch checks the docs say so.
 func aclOptions(o *redis.Options) *redis.Options {
 	o.Username, o.Password = "worksteal", "s3cret"
 	o.DisableIdentity = true
@@ -62,11 +62,6 @@ func createACLUser(t *testing.T, ctx context.Context, srv *redistest.Server) *re
 	return admin
 }
 
-// fromRedislock are the commands of bsm/redislock's scripts, which are not
-// in this repository: obtain (set, getrange), release (get, del), refresh
-// (get, pexpire), TTL (get, pttl).
-var fromRedislock = []string{"set", "getrange", "get", "del", "pexpire", "pttl"}
-
 // allowed returns the commands aclUser grants.
 func allowed() []string {
 	var cmds []string
@@ -84,7 +79,7 @@ func TestACLCoversEveryScript(t *testing.T) {
 	t.Parallel()
 	call := regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
 	used := map[string][]string{}
-	for _, dir := range []string{"queue", "jobs", "recruiter"} {
+	for _, dir := range []string{"queue", "jobs", "exphash", "recruiter"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.lua"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no Lua scripts in %s: %v", dir, err)
@@ -100,13 +95,10 @@ func TestACLCoversEveryScript(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range fromRedislock {
-		used[c] = append(used[c], "bsm/redislock")
-	}
 	grant := allowed()
 	for c, where := range used {
 		if !slices.Contains(grant, c) {
-			t.Errorf("%s is called by %v but not granted: add +%s to the README, doc.go and aclUser", c, slices.Compact(where), c)
+			t.Errorf("%s is called by %v but not granted: add +%s to docs/redis.md, doc.go and aclUser", c, slices.Compact(where), c)
 		}
 	}
 	for _, c := range grant {
@@ -140,6 +132,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 		return out
 	}
 
+	before := srv.CommandStats(t)
 	a := startApp(t, rdb, appConfig{prefix: "worksteal", queue: "mail", hashKey: "worksteal:sessions", items: 300})
 	// A client waits for an item's result: Wait blocks in BLMOVE.
 	waited := make(chan error, 1)
@@ -159,6 +152,21 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 	a.checkResults(t, ctx)
 	if log := aclLog(); len(log) != 0 {
 		t.Fatalf("ACL LOG after the run has %d entries, want none:\n%s", len(log), strings.Join(log, "\n"))
+	}
+	// Every command the run sent, counted by Redis itself (commands inside
+	// scripts included), is in the grant, and the grant has nothing the
+	// scripts and clients do not send (TestACLCoversEveryScript).
+	sent := srv.CommandStats(t)
+	notOurs := []string{"info", "hello", "client|setinfo", "acl|log"} // the readings' and the admin's own
+	for cmd, calls := range sent {
+		if calls > before[cmd] && !slices.Contains(allowed(), cmd) && !slices.Contains(notOurs, cmd) {
+			t.Errorf("the run sent %s %d times, and the grant does not name it", cmd, calls-before[cmd])
+		}
+	}
+	for _, cmd := range []string{"set", "evalsha", "blmove"} { // the lock, every script, Wait
+		if sent[cmd] <= before[cmd] {
+			t.Errorf("the run sent no %s: the check above saw too little of it", cmd)
+		}
 	}
 
 	refused := []struct {
@@ -282,7 +290,7 @@ func isPermissionError(err error) bool {
 func TestACLDocsMatch(t *testing.T) {
 	t.Parallel()
 	want := strings.Fields(aclUser)
-	for _, file := range []string{"../../README.md", "doc.go"} {
+	for _, file := range []string{"../../docs/redis.md", "doc.go"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -26,8 +26,10 @@
 //     SETINFO is refused and logged on Redis 7.2+ and Valkey; with it,
 //     connecting logs nothing.
 //   - TestACLCoversEveryScript: every command that a Lua script of queue,
-//     jobs or recruiter (or bsm/redislock) calls is granted, and nothing
-//     else is, so the list cannot fall behind the scripts.
+//     jobs, exphash or recruiter calls is granted, and nothing else is, so
+//     the list cannot fall behind the scripts; TestLeastPrivilegeACLUser
+//     also checks every command the run sent (INFO commandstats, script
+//     calls included) against the grant.
 //   - TestTLS: over a TLS-only redis-server (--port 0; a CA and a
 //     127.0.0.1 certificate, ECDSA P-256, made by the test), a client from
 //     a rediss:// URL with the CA in TLSConfig.RootCAs runs the recruiter
@@ -49,7 +51,7 @@
 //
 //	ACL SETUSER worksteal on >PASSWORD resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all
 //	  +evalsha +eval +blmove
-//	  +time +get +set +getrange +del +exists +pexpire +pttl +incr
+//	  +time +get +set +del +exists +pexpire +pttl +incr
 //	  +hget +hmget +hset +hdel +hexists
 //	  +lpush +rpush +lindex +llen +lrange +ltrim
 //	  +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore
