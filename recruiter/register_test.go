@@ -228,6 +228,8 @@ func TestMarkFastExit(t *testing.T) {
 	}
 }
 
+type betweenKey struct{}
+
 // TestNestedMarkersAllSeeTheMark: two draws around one handler (two
 // recruiters' middlewares, say), both drawn: a mark on the innermost
 // context reaches both, not only the inner one.
@@ -239,7 +241,7 @@ func TestNestedMarkersAllSeeTheMark(t *testing.T) {
 	}), recruiter.JobConfig{Rate: 1})
 	outer, inner := rec.Draw(), rec.Draw()
 	outerCtx := outer.Context(context.Background())
-	innerCtx := inner.Context(context.WithValue(outerCtx, struct{}{}, "between"))
+	innerCtx := inner.Context(context.WithValue(outerCtx, betweenKey{}, "a value between the two"))
 	recruiter.MarkFastExit(innerCtx)
 	if !inner.Marked(innerCtx) || !outer.Marked(outerCtx) {
 		t.Fatalf("inner marked %v, outer marked %v; want both", inner.Marked(innerCtx), outer.Marked(outerCtx))

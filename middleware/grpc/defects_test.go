@@ -76,8 +76,11 @@ func TestHandlerPastItsDeadlineIsNoFastExit(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("the client got %v, want DeadlineExceeded", err)
 	}
-	if got := <-codesSeen; got != codes.DeadlineExceeded {
-		t.Errorf("Exit.Code = %v, want DeadlineExceeded as the client got", got)
+	// The server's context ends by its own timer (DeadlineExceeded) or by
+	// the client's reset when its deadline passes first (Canceled): either
+	// way not the OK the handler returned.
+	if got := <-codesSeen; got != codes.DeadlineExceeded && got != codes.Canceled {
+		t.Errorf("Exit.Code = %v, want DeadlineExceeded or Canceled, as the RPC ended", got)
 	}
 	rig.Settle(t)
 	if rig.Started() != 0 {
