@@ -38,7 +38,10 @@ func TestEveryJobOnCluster(t *testing.T) {
 			wantStats(t, q, queue.Stats{Pending: 30})
 		}},
 		{"drain-promote", func(t *testing.T, name string) {
-			q := newQueue(t, cc, name, fast)
+			// The default lease: a drain starts an item only while the
+			// lease, less a margin for the settle, outlasts it, which
+			// fast's 20ms lease did not after a slow claim.
+			q := newQueue(t, cc, name, queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 			ids := enqueue(t, q, "item-", 40)
 			c := &calls{}
 			failOnce := func(ctx context.Context, it queue.Item) ([]byte, error) {

@@ -71,9 +71,14 @@ func TestDrainThroughRecruiter(t *testing.T) {
 // the two jobs share one recruiter, half the rolls each.
 func TestTidyAndDrainThroughRecruiter(t *testing.T) {
 	t.Parallel()
-	b := setup(t, queue.Config{Lease: 50 * time.Millisecond})
+	b := setup(t, queue.Config{})
 	ids := enqueue(t, b.q, "item-", 300)
-	mustClaim(t, b.q, 100, 100) // and never settled: the worker crashed
+	// The crashed worker's leases last 50ms, so that they expire soon; the
+	// drain's have the default length, since a drain starts an item only
+	// while its lease, less a margin for the settle, outlasts it, which a
+	// 50ms lease did not after a slow claim on a loaded machine.
+	crashed := newQueue(t, b.rdb, b.q.Name(), queue.Config{Prefix: b.q.Config().Prefix, Lease: 50 * time.Millisecond})
+	mustClaim(t, crashed, 100, 100) // and never settled: the worker crashed
 	var roll atomic.Int64
 	rec := inlineRecruiter(t, b.rdb, func() float64 { return float64(roll.Add(1)%2)/2 + 0.25 })
 	c := &calls{}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -143,23 +144,26 @@ func TestHungJobFreesItsSlotAndHoldsItsJob(t *testing.T) {
 	if okAfter-okBefore < 3 {
 		t.Errorf("the holder's other job ran %d times after the stuck one was declared hung; want its slot back", okAfter-okBefore)
 	}
+	// Only the stuck job's own records count: on a loaded machine even an
+	// "ok" slice may outlive the hung bound, and is rightly called hung.
 	st := recs[holder].Stats()
-	if st.Hanging != 1 || jobStats(t, recs[holder], "stuck").Hung != 1 {
-		t.Errorf("holder stats: hanging %d, hung %d; want 1, 1", st.Hanging, jobStats(t, recs[holder], "stuck").Hung)
+	if st.Hanging < 1 || jobStats(t, recs[holder], "stuck").Hung != 1 {
+		t.Errorf("holder stats: hanging %d, stuck hung %d; want at least 1, and 1", st.Hanging, jobStats(t, recs[holder], "stuck").Hung)
 	}
-	if logs[holder].count("slice hung") != 1 {
-		t.Errorf("want one log line about the hung slice:\n%s", logs[holder])
+	if n := logs[holder].lines("slice hung", "job=stuck"); n != 1 {
+		t.Errorf("%d log lines about the stuck slice hanging, want 1:\n%s", n, logs[holder])
 	}
 	hungSpans := 0
 	for _, s := range spans.Ended() {
-		for _, a := range s.Attributes() {
-			if a.Key == telemetry.AttrOutcome && a.Value.AsString() == string(telemetry.OutcomeHung) {
-				hungSpans++
-			}
+		attrs := attribute.NewSet(s.Attributes()...)
+		job, _ := attrs.Value(telemetry.AttrJob)
+		outcome, _ := attrs.Value(telemetry.AttrOutcome)
+		if job.AsString() == "stuck" && outcome.AsString() == string(telemetry.OutcomeHung) {
+			hungSpans++
 		}
 	}
 	if hungSpans != 1 {
-		t.Errorf("%d spans with outcome hung, want 1", hungSpans)
+		t.Errorf("%d spans of the stuck job with outcome hung, want 1", hungSpans)
 	}
 
 	// Once it returns, the job is free again, here and in Redis.
@@ -169,7 +173,7 @@ func TestHungJobFreesItsSlotAndHoldsItsJob(t *testing.T) {
 		recs[holder].Enlist(context.Background())
 		return stuckStarts.Load() > 1
 	})
-	if logs[holder].count("hung slice returned") != 1 {
+	if logs[holder].lines("hung slice returned", "job=stuck") != 1 {
 		t.Errorf("want one log line about the hung slice's return:\n%s", logs[holder])
 	}
 }

@@ -38,6 +38,21 @@ func (b *logBuffer) String() string {
 
 func (b *logBuffer) count(substr string) int { return strings.Count(b.String(), substr) }
 
+// lines counts the log lines that hold every one of substrs.
+func (b *logBuffer) lines(substrs ...string) int {
+	n := 0
+	for line := range strings.Lines(b.String()) {
+		all := true
+		for _, s := range substrs {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
 // bundle is what most tests need: a throw-away Redis, a client of it and a
 // recruiter whose logs are kept.
 type bundle struct {

@@ -226,8 +226,9 @@ func TestClientsCannotTriggerStolenWork(t *testing.T) {
 // A flood of fast exits that try to enlarge or aim stolen work gets only
 // the slices the jobs' intervals allow, each within its budget, on the two
 // lock keys; and the Redis traffic does not grow with the requests: 80,000
-// requests as fast as they go, then 20,000 paced over the same time, make
-// about the same round trips and commands, both within the design's bound.
+// requests as fast as they go make no more round trips and commands than
+// 20,000 paced over the same time, beyond boundary effects, and both stay
+// within the design's bound.
 func TestFastExitFloodCannotRaiseRedisTraffic(t *testing.T) {
 	t.Parallel()
 	large := flood(t, 80000, true, inProcess, 0)
@@ -248,14 +249,17 @@ func TestFastExitFloodCannotRaiseRedisTraffic(t *testing.T) {
 			}
 		}
 	}
-	// Over the same time, 60,000 more requests change the traffic by at most
-	// the jobs' boundary effects.
-	if d := large.roundTrips - small.roundTrips; d > roundTripMargin || -d > roundTripMargin {
-		t.Errorf("round trips %d (20,000 requests) vs %d (80,000): differ by %d, more than %d",
+	// Over the same time, 60,000 more requests raise the traffic by at most
+	// the jobs' boundary effects. Only a rise counts: a loaded machine can
+	// run the larger flood's slices later, hence fewer of them, which is no
+	// traffic that requests caused (seen: 108 round trips for 20,000, 66
+	// for 80,000).
+	if d := large.roundTrips - small.roundTrips; d > roundTripMargin {
+		t.Errorf("round trips %d (20,000 requests) vs %d (80,000): %d more, above %d",
 			small.roundTrips, large.roundTrips, d, roundTripMargin)
 	}
-	if d := large.commands - small.commands; d > commandMargin || -d > commandMargin {
-		t.Errorf("Redis commands %d (20,000 requests) vs %d (80,000): differ by %d, more than %d",
+	if d := large.commands - small.commands; d > commandMargin {
+		t.Errorf("Redis commands %d (20,000 requests) vs %d (80,000): %d more, above %d",
 			small.commands, large.commands, d, commandMargin)
 	}
 	t.Logf("requests x%.0f over %v: round trips %d → %d, Redis commands %d → %d", float64(large.requests)/float64(small.requests),
