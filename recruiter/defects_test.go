@@ -2,6 +2,7 @@ package recruiter_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,5 +176,35 @@ func TestHungJobFreesItsSlotAndHoldsItsJob(t *testing.T) {
 	})
 	if logs[holder].lines("hung slice returned", "job=stuck") != 1 {
 		t.Errorf("want one log line about the hung slice's return:\n%s", logs[holder])
+	}
+}
+
+// TestShutdownWaitsForAHungSlice: a hung slice has its slot back, but
+// Shutdown still waits for it (or for its ctx, whose error it returns), so
+// that no goroutine and no lock guard of ours outlives a clean Shutdown.
+func TestShutdownWaitsForAHungSlice(t *testing.T) {
+	t.Parallel()
+	b := setup(t, recruiter.Config{})
+	release := make(chan struct{})
+	mustRegister(t, b.rec, recruiter.Func("stuck", func(context.Context) (recruiter.Report, error) {
+		<-release // ignores its context
+		return recruiter.Report{}, nil
+	}), recruiter.JobConfig{Rate: 1, Budget: 10 * time.Millisecond})
+	b.rec.Enlist(context.Background())
+	testrig.Eventually(t, 10*time.Second, "the slice hung", func() bool { return b.rec.Stats().Hanging == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := b.rec.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a hung slice = %v, want its ctx's deadline", err)
+	}
+	close(release)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.rec.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown once the hung slice returned = %v", err)
+	}
+	if st := b.rec.Stats(); st.Hanging != 0 {
+		t.Fatalf("Hanging %d after Shutdown, want 0", st.Hanging)
 	}
 }

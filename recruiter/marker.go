@@ -17,6 +17,9 @@ type marker struct {
 }
 
 func markerOf(ctx context.Context) *marker {
+	if ctx == nil {
+		return nil
+	}
 	m, _ := ctx.Value(markerKey{}).(*marker)
 	return m
 }
@@ -37,9 +40,6 @@ func marked(ctx context.Context) bool {
 // a marker (a dismissed request) it does nothing, so handlers call it
 // unconditionally.
 func MarkFastExit(ctx context.Context) {
-	if ctx == nil {
-		return
-	}
 	for m := markerOf(ctx); m != nil; m = m.outer {
 		m.fast.Store(true)
 	}

@@ -189,8 +189,8 @@ func (d Draw) Marked(ctx context.Context) bool { return marked(ctx) }
 // writer cannot flush, as under http.TimeoutHandler), the slice goes to
 // the background instead, so that it never holds the response back.
 //
-// A dismissed Draw does nothing. Finish a Draw at most once (a second is
-// gated: the job is already running here). Errors and panics of the slice
+// A dismissed Draw does nothing. Finish a Draw at most once (a second,
+// while the first slice runs, is gated: the job is already running here). Errors and panics of the slice
 // never reach the caller. A nil ctx is a programming error: the slice is
 // dismissed, the first one logged with its stack, all counted in
 // [Stats].Misuses.
@@ -219,8 +219,9 @@ func (r *Recruiter) misused(what string) {
 
 // Enlist offers the caller's time after a fast exit: one roll and, if a
 // job is drawn, one slice of it, run as [Draw.Finish] runs it (in the
-// background, once ctx is done). It is the one-call form for code that
-// knows it just exited fast; middleware uses [Recruiter.Draw].
+// background once ctx is done, or inline with [Config.Inline]). It is the
+// one-call form for code that knows it just exited fast; middleware uses
+// [Recruiter.Draw].
 func (r *Recruiter) Enlist(ctx context.Context) {
 	r.Draw().Finish(ctx, true, nil)
 }
@@ -258,22 +259,34 @@ func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}, 
 		return
 	}
 	run := func() {
-		if !r.waitFor(after) || !r.admit(e) {
-			e.running.Store(false)
+		hung := false
+		defer func() {
+			if !hung {
+				e.running.Store(false) // a hung slice frees its job when it returns
+			}
 			r.releaseSlot()
+		}()
+		if !r.waitFor(after) || !r.admit(e) {
 			e.stats.gatedLater.Add(1)
 			return
 		}
-		if !r.runSlice(ctx, e) {
-			e.running.Store(false) // a hung slice frees its job when it returns
-		}
-		r.releaseSlot()
+		hung = r.runSlice(ctx, e)
 	}
 	if inline {
 		run()
 		return
 	}
-	go run()
+	go func() {
+		// Jobs' panics are recovered with the slice; this is for a user's
+		// logger or tracer panicking on a goroutine that only we own.
+		defer func() {
+			if v := recover(); v != nil {
+				r.cfg.Logger.Error("worksteal: panic on the recruiter's goroutine, recovered",
+					slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			}
+		}()
+		run()
+	}()
 }
 
 // waitFor waits for after to close (nil: at once), for at most
@@ -327,7 +340,8 @@ func (r *Recruiter) releaseSlot() {
 }
 
 // Shutdown stops recruiting and waits for the slices in flight (each bounded
-// by its budget) and the idle loop, or for ctx. It is idempotent; later
+// by its budget, but for a hung one, which it waits for too) and the idle
+// loop, or for ctx. It is idempotent; later
 // calls wait the same way.
 func (r *Recruiter) Shutdown(ctx context.Context) error {
 	r.mu.Lock()

@@ -59,10 +59,12 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung boo
 	// stays taken here and its lock alive in Redis until it returns, so
 	// that no process runs it twice at once.
 	r.hanging.Add(1)
+	r.slices.Add(1) // Shutdown waits for it too; the slot's own count keeps this Add legal
 	err = fmt.Errorf("recruiter: job %s still running %v after it began, past its budget of %v: hung", e.name, hungAfter(e), e.cfg.Budget)
 	r.cfg.Logger.ErrorContext(ctx, "worksteal: slice hung; its slot is freed, and the job is held, its lock kept alive, until it returns",
 		slog.String("job", e.name), slog.Duration("budget", e.cfg.Budget), slog.Duration("ran", hungAfter(e)))
 	go func() {
+		defer r.slices.Done()
 		res := <-ran
 		stopGuard()
 		r.finish(ctx, e, token, res)
@@ -112,11 +114,11 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// Once a prompt job has returned (its budget and grace), so that nearly
-	// the lock's whole margin is left for the first extension to reach
-	// Redis. One that comes after the release finds the lock not ours and
-	// changes nothing.
-	timer = time.AfterFunc(e.cfg.Budget+overrunGrace(e.cfg.Budget), extend)
+	// A quarter of the margin past the budget: a prompt job has returned
+	// by then, even late on a loaded machine, and three quarters of the
+	// margin are left for the first extension to reach Redis. One that
+	// comes after the release finds the lock not ours and changes nothing.
+	timer = time.AfterFunc(e.cfg.Budget+(e.lock.ttl-e.cfg.Budget)/4, extend)
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()

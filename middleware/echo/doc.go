@@ -48,7 +48,9 @@
 // response and runs the slice before returning: a client reading a
 // response with a Content-Length has every byte at once; without one, the
 // response is chunked and its final chunk, which ends it, follows the slice
-// (at most the job's budget later). A fast exit returned as an error (say
+// (at most the job's budget later for a job that stops when its context
+// ends; twice the lock's TTL for one that ignores it, when the slice is
+// declared hung). A fast exit returned as an error (say
 // echo.NewHTTPError(http.StatusNotModified)) is written by echo's
 // HTTPErrorHandler after the middleware returns, so in inline mode it
 // reaches the client after the slice.

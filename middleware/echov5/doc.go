@@ -55,7 +55,8 @@
 // before returning: a client reading a response with a Content-Length has
 // every byte at once; without one, the response is chunked and its final
 // chunk, which ends it, follows the slice (at most the job's budget
-// later). A writer that cannot flush (echo's own *echo.Response panics on
+// later for a job that stops when its context ends; twice the lock's TTL
+// for one that ignores it, when the slice is declared hung). A writer that cannot flush (echo's own *echo.Response panics on
 // one; the middleware flushes below it) sends the slice to the background.
 // A fast exit returned as an error (say echo.ErrNotFound after
 // recruiter.MarkFastExit) is written by echo's HTTPErrorHandler after the

@@ -47,6 +47,7 @@
 // the interceptor any earlier: a unary RPC's response, and a stream's
 // status and trailers (messages the stream sent are already on their
 // way), reach the client only after the slice, at most the job's budget
-// later. Prefer background mode for gRPC servers wherever the platform
+// later (twice the lock's TTL for a job that ignores its context, when
+// the slice is declared hung). Prefer background mode for gRPC servers wherever the platform
 // allows it.
 package stealgrpc

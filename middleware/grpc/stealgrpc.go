@@ -71,11 +71,12 @@ type markedStream struct {
 
 func (s *markedStream) Context() context.Context { return s.ctx }
 
-// In the background a slice waits for the RPC's context to end: gRPC
-// cancels it when it hands the RPC's status to the transport, after the
-// response and after every interceptor has returned. Inline it runs
-// before the interceptor returns (no flush): an interceptor cannot have a
-// unary response, or a stream's status, sent before it returns.
+// serveStreamDrawn observes a drawn stream as serveUnaryDrawn does a
+// unary RPC. For both, a background slice waits for the RPC's context to
+// end: gRPC cancels it when it hands the RPC's status to the transport,
+// after the response and after every interceptor has returned. Inline it
+// runs before the interceptor returns (no flush): an interceptor cannot
+// have a unary response, or a stream's status, sent before it returns.
 func serveStreamDrawn(draw recruiter.Draw, classify Classifier,
 	srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	began := time.Now()

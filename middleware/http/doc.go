@@ -36,5 +36,8 @@
 // chunked and its final chunk, which ends it, follows the slice. On HTTP/2
 // a stream ends when the handler returns, so every response's end follows
 // the slice. "Follows" means at most the job's budget plus two of the
-// recruiter's Redis calls (each bounded by RedisTimeout) later.
+// recruiter's Redis calls (each bounded by RedisTimeout) later, for a job
+// that stops when its context ends; one that ignores it holds the response
+// until the slice is declared hung, at twice the lock's TTL (budget +
+// max(budget/2, 250ms)).
 package stealhttp
