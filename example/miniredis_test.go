@@ -58,7 +58,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 		}
 		return items
 	}
-	wantCounts := func(q *queue.Queue, want queue.Stats) {
+	wantCounts := func(q *queue.Queue, want queue.Depth) {
 		t.Helper()
 		got, err := q.Stats(ctx)
 		if err != nil {
@@ -116,7 +116,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	})
 
 	ids := mustEnqueue(q, "zero", "one", "two")
-	wantCounts(q, queue.Stats{Pending: 3})
+	wantCounts(q, queue.Depth{Pending: 3})
 	waited := goWait(q, ids[0])
 	items := mustClaim(q, 3, 3)
 	for i, it := range items {
@@ -125,7 +125,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 			t.Fatalf("item %d = %+v", i, it)
 		}
 	}
-	wantCounts(q, queue.Stats{Leased: 3})
+	wantCounts(q, queue.Depth{Leased: 3})
 
 	// Ack wakes the waiter; Nack delays; an expired lease is tidied.
 	if err := q.Ack(ctx, items[0], []byte("r0")); err != nil {
@@ -143,9 +143,9 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if err := q.Nack(ctx, items[1], errors.New("boom")); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(q, queue.Stats{Leased: 1, Delayed: 1})
+	wantCounts(q, queue.Depth{Leased: 1, Delayed: 1})
 	advance(1500 * time.Millisecond) // past the lease and the backoff, at most BackoffMax
-	wantCounts(q, queue.Stats{Leased: 1, Expired: 1, Delayed: 1, Due: 1})
+	wantCounts(q, queue.Depth{Leased: 1, Expired: 1, Delayed: 1, Due: 1})
 	if n, err := q.Promote(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Promote = %d, %v; want 1", n, err)
 	}
@@ -155,7 +155,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if err := q.Ack(ctx, items[2], nil); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("stale Ack = %v, want ErrLeaseLost", err)
 	}
-	wantCounts(q, queue.Stats{Pending: 2})
+	wantCounts(q, queue.Depth{Pending: 2})
 
 	// Second attempts: extend and release one, nack the other to the dead
 	// letters.
@@ -185,7 +185,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v", n, err)
 	}
-	wantCounts(q, queue.Stats{Pending: 2})
+	wantCounts(q, queue.Depth{Pending: 2})
 	once := newQueue("mini-once", queue.Config{MaxAttempts: 1})
 	doomed := mustEnqueue(once, "doomed")[0]
 	if err := once.Nack(ctx, mustClaim(once, 1, 1)[0], nil); err != nil {
@@ -201,7 +201,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if s, err := q.Settle(ctx, queue.Settlement{Item: last[0], Result: []byte("a")}, queue.Settlement{Item: last[1], Result: []byte("b")}); err != nil || s.Acked != 2 {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}
-	wantCounts(q, queue.Stats{})
+	wantCounts(q, queue.Depth{})
 
 	// Past the retention the results are gone, and Tidy drops them.
 	advance(time.Minute)

@@ -35,7 +35,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantReport(t, mustSlice(t, job, 5*time.Second), recruiter.Report{Items: 30}, "tidy")
-			wantStats(t, q, queue.Stats{Pending: 30})
+			wantStats(t, q, queue.Depth{Pending: 30})
 		}},
 		{"drain-promote", func(t *testing.T, name string) {
 			// The default lease: a drain starts an item only while the
@@ -62,7 +62,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			})
 			wantReport(t, mustSlice(t, drain, 5*time.Second), recruiter.Report{Items: 4}, "drain the retries")
 			wantResults(t, q, c, "item-", ids)
-			wantStats(t, q, queue.Stats{})
+			wantStats(t, q, queue.Depth{})
 		}},
 		{"drain-release", func(t *testing.T, name string) {
 			q := newQueue(t, cc, name, queue.Config{})
@@ -78,7 +78,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			if rep.Items < 1 || rep.Items > 10 || !rep.More {
 				t.Fatalf("slice = %+v; want a few items and More", rep)
 			}
-			wantStats(t, q, queue.Stats{Pending: int64(20 - rep.Items)})
+			wantStats(t, q, queue.Depth{Pending: int64(20 - rep.Items)})
 		}},
 		{"evict-fields", func(t *testing.T, name string) { evictOnCluster(t, cc, name) }},
 		{"evict-fields-own-tag", func(t *testing.T, name string) { evictOnCluster(t, cc, "app:{"+name+"}:cache") }},

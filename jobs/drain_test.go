@@ -55,7 +55,7 @@ func TestDrainAcksResults(t *testing.T) {
 	job := mustDrain(t, b.q, echo(c), jobs.DrainConfig{})
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 250}, "batches of 100, 100, 50")
 	wantResults(t, b.q, c, "item-", ids)
-	wantStats(t, b.q, queue.Stats{})
+	wantStats(t, b.q, queue.Depth{})
 	wantReport(t, mustSlice(t, job, time.Second), recruiter.Report{}, "empty queue")
 }
 
@@ -85,7 +85,7 @@ func TestDrainWithSpentBudget(t *testing.T) {
 	if rep != (recruiter.Report{}) || !errors.Is(err, context.DeadlineExceeded) || c.total() != 0 {
 		t.Fatalf("Run = %+v, %v, %d handled; want nothing and the deadline's error", rep, err, c.total())
 	}
-	wantStats(t, b.q, queue.Stats{Pending: 3})
+	wantStats(t, b.q, queue.Depth{Pending: 3})
 }
 
 func TestDrainNacksFailures(t *testing.T) {
@@ -115,7 +115,7 @@ func TestDrainNacksFailures(t *testing.T) {
 		return mustStats(t, b.q).Pending == 5
 	})
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 5}, "second attempts")
-	wantStats(t, b.q, queue.Stats{Dead: 5})
+	wantStats(t, b.q, queue.Depth{Dead: 5})
 
 	dead, err := b.q.Dead(context.Background(), 10)
 	if err != nil || len(dead) != 5 {
@@ -154,7 +154,7 @@ func TestDrainPanicLosesNothing(t *testing.T) {
 		t.Errorf("Run error %v; want ErrHandlerPanic with the value, the item and the stack", err)
 	}
 	wantReport(t, rep, recruiter.Report{Items: 5}, "a batch with a panic")
-	wantStats(t, b.q, queue.Stats{Dead: 1})
+	wantStats(t, b.q, queue.Depth{Dead: 1})
 	dead, err := b.q.Dead(context.Background(), 10)
 	if err != nil || len(dead) != 1 || dead[0].ID != ids[2] || dead[0].Cause != "jobs: handler panicked: handler bug" {
 		t.Fatalf("Dead = %+v, %v; want item 2 with the panic as cause", dead, err)
@@ -246,7 +246,7 @@ func TestDrainClaimsWhatFits(t *testing.T) {
 		t.Fatalf("Run = %+v, %v, %d handled, %d started without %v left; want 4 to 24 items, More, none started late",
 			rep, err, c.total(), late.n.Load(), item)
 	}
-	wantStats(t, b.q, queue.Stats{Pending: int64(100 - rep.Items)})
+	wantStats(t, b.q, queue.Depth{Pending: int64(100 - rep.Items)})
 }
 
 // An item whose lease expired while its handler ran, and that Tidy handed
@@ -274,7 +274,7 @@ func TestDrainLostLeaseIsNotCounted(t *testing.T) {
 	if !errors.Is(err, queue.ErrLeaseLost) || rep.Items != 0 {
 		t.Fatalf("Run = %+v, %v; want no items and an error wrapping queue.ErrLeaseLost", rep, err)
 	}
-	wantStats(t, b.q, queue.Stats{Pending: 1})
+	wantStats(t, b.q, queue.Depth{Pending: 1})
 	if it := mustClaim(t, b.q, 1, 1)[0]; it.Attempt != 2 {
 		t.Errorf("reclaimed at attempt %d, want 2", it.Attempt)
 	}

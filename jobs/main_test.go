@@ -133,7 +133,7 @@ func mustClaim(t testing.TB, q *queue.Queue, n, want int) []queue.Item {
 	return items
 }
 
-func mustStats(t testing.TB, q *queue.Queue) queue.Stats {
+func mustStats(t testing.TB, q *queue.Queue) queue.Depth {
 	t.Helper()
 	s, err := q.Stats(context.Background())
 	if err != nil {
@@ -143,7 +143,7 @@ func mustStats(t testing.TB, q *queue.Queue) queue.Stats {
 	return s
 }
 
-func wantStats(t testing.TB, q *queue.Queue, want queue.Stats) {
+func wantStats(t testing.TB, q *queue.Queue, want queue.Depth) {
 	t.Helper()
 	if got := mustStats(t, q); got != want {
 		t.Fatalf("Stats = %+v, want %+v", got, want)

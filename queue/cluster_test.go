@@ -39,7 +39,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if r, err := q.Result(ctx, ids[1]); string(r) != "rb" || err != nil {
 				t.Fatalf("Result = %q, %v", r, err)
 			}
-			wantCounts(t, q, queue.Stats{})
+			wantCounts(t, q, queue.Depth{})
 		}},
 		{"nack-promote-dead-requeue-purge", func(t *testing.T, q *queue.Queue) {
 			ctx := testContext(t)
@@ -67,7 +67,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
 				t.Fatalf("PurgeDead = %d, %v", n, err)
 			}
-			wantCounts(t, q, queue.Stats{})
+			wantCounts(t, q, queue.Depth{})
 		}},
 		{"tidy-extend-release-stats", func(t *testing.T, q *queue.Queue) {
 			ctx := testContext(t)
@@ -83,7 +83,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if n, err := q.Tidy(ctx, 10); n != 1 || err != nil {
 				t.Fatalf("Tidy = %d, %v; want 1 (c)", n, err)
 			}
-			wantCounts(t, q, queue.Stats{Pending: 2, Leased: 1})
+			wantCounts(t, q, queue.Depth{Pending: 2, Leased: 1})
 			if s := mustStats(t, q); s.OldestPending < 0 || s.OldestPending > time.Minute {
 				t.Fatalf("OldestPending = %v", s.OldestPending)
 			}
@@ -105,7 +105,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 				t.Fatalf("Wait = %q, %v", r.result, r.err)
 			}
 			mustClaim(t, q, 2, 0)
-			wantCounts(t, q, queue.Stats{Dead: 1})
+			wantCounts(t, q, queue.Depth{Dead: 1})
 		}},
 	}
 	nodes := map[int]bool{}

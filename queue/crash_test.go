@@ -151,7 +151,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 		}
 	}
 
-	wantCounts(t, q, queue.Stats{})
+	wantCounts(t, q, queue.Depth{})
 	claims, acks := readWorkerLogs(t, procs)
 	checkResults(t, q, rdb, ids, payloads, claims)
 	checkNoOverlappingLeases(t, claims, lease)

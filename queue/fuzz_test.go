@@ -175,7 +175,7 @@ func FuzzPayloads(f *testing.F) {
 				t.Fatalf("Value(item %d) after its Ack: %v, want ErrNotFound", i, err)
 			}
 		}
-		wantCounts(t, q, queue.Stats{}) // nothing left behind for the next input
+		wantCounts(t, q, queue.Depth{}) // nothing left behind for the next input
 		nb.check(t, ctx)
 	})
 }
@@ -214,7 +214,7 @@ func newIDWorld(f *testing.F, rdb redis.UniversalClient) *idWorld {
 // check proves that the world is as newIDWorld left it.
 func (w *idWorld) check(t *testing.T, ctx context.Context) {
 	t.Helper()
-	wantCounts(t, w.q, queue.Stats{Pending: 1, Leased: 1, Dead: 1})
+	wantCounts(t, w.q, queue.Depth{Pending: 1, Leased: 1, Dead: 1})
 	for id, p := range w.payloads {
 		if v, err := w.q.Value(ctx, id); err != nil || string(v) != p {
 			t.Fatalf("Value(%s) = %q, %v; want %q", id, v, err, p)

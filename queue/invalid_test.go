@@ -94,7 +94,7 @@ func TestMethodsNameTheirInvalidArguments(t *testing.T) {
 	}
 	// The refused Release and Settle did not touch the valid item beside
 	// the invalid one: it is still leased, under the same claim.
-	wantCounts(t, b.q, queue.Stats{Leased: 1})
+	wantCounts(t, b.q, queue.Depth{Leased: 1})
 	if err := b.q.Ack(ctx, claimed, []byte("r")); err != nil {
 		t.Fatalf("Ack after the refused batches: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestEmptyBatchesAndTheDefaultPayloadBound(t *testing.T) {
 	if n, err := b.q.Release(ctx); n != 0 || err != nil {
 		t.Fatalf("Release() = %d, %v", n, err)
 	}
-	wantCounts(t, b.q, queue.Stats{})
+	wantCounts(t, b.q, queue.Depth{})
 
 	limit := bytes.Repeat([]byte{0xff}, 1<<20) // the default MaxPayload
 	_, err := b.q.Enqueue(ctx, append(limit, 0))
@@ -196,7 +196,7 @@ func TestBareAttemptCountIsNoToken(t *testing.T) {
 	if err := b.q.Nack(ctx, mustClaim(t, b.q, 1, 1)[0], errors.New("second")); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, b.q, queue.Stats{Delayed: 1, Dead: 1})
+	wantCounts(t, b.q, queue.Depth{Delayed: 1, Dead: 1})
 	for i, count := range []string{"1", "2"} {
 		forged := queue.Item{ID: ids[i], Token: count, Attempt: i + 1}
 		if err := b.q.Ack(ctx, forged, []byte("r")); !errors.Is(err, queue.ErrLeaseLost) {
@@ -212,7 +212,7 @@ func TestBareAttemptCountIsNoToken(t *testing.T) {
 			t.Errorf("Release with the bare count %q = %d, %v; want 0, nil", count, n, err)
 		}
 	}
-	wantCounts(t, b.q, queue.Stats{Delayed: 1, Dead: 1})
+	wantCounts(t, b.q, queue.Depth{Delayed: 1, Dead: 1})
 	for i, want := range []string{"delayed", "dead"} {
 		if v, err := b.q.Value(ctx, ids[i]); err != nil || string(v) != want {
 			t.Errorf("Value(%s) = %q, %v; want %q", ids[i], v, err, want)

@@ -24,7 +24,7 @@ func TestStaleAckAfterReclaimIsRefused(t *testing.T) {
 	id := mustEnqueue(t, b.q, "work")[0]
 	stale := mustClaim(t, b.q, 1, 1)[0]
 	expire(t, b, stale)
-	wantCounts(t, b.q, queue.Stats{Pending: 1})
+	wantCounts(t, b.q, queue.Depth{Pending: 1})
 	// Even before anyone re-claims it, the old claim is no longer current.
 	wantErr(t, b.q.Ack(ctx, stale, []byte("old")), queue.ErrLeaseLost, "Ack after Tidy")
 
@@ -53,7 +53,7 @@ func TestStaleAckAfterReclaimIsRefused(t *testing.T) {
 	}
 
 	// The fresh claim is untouched: same lease, same token, value kept.
-	wantCounts(t, b.q, queue.Stats{Leased: 1})
+	wantCounts(t, b.q, queue.Depth{Leased: 1})
 	if d, err := b.rdb.ZScore(ctx, tagOf(b.q)+":leases", id).Result(); d != freshDeadline || err != nil {
 		t.Fatalf("lease deadline %v (%v), want %v", d, err, freshDeadline)
 	}
@@ -74,7 +74,7 @@ func TestStaleAckAfterReclaimIsRefused(t *testing.T) {
 	if r, err := b.q.Result(ctx, id); string(r) != "new" || err != nil {
 		t.Fatalf("Result = %q, %v; want new", r, err)
 	}
-	wantCounts(t, b.q, queue.Stats{})
+	wantCounts(t, b.q, queue.Depth{})
 }
 
 func TestExtendKeepsTheLease(t *testing.T) {
@@ -96,7 +96,7 @@ func TestExtendKeepsTheLease(t *testing.T) {
 	if n, err := b.q.Tidy(ctx, 10); n != 0 || err != nil {
 		t.Fatalf("Tidy of an extended lease = %d, %v; want 0", n, err)
 	}
-	wantCounts(t, b.q, queue.Stats{Leased: 1})
+	wantCounts(t, b.q, queue.Depth{Leased: 1})
 	_, err = b.q.Extend(ctx, item, 0)
 	wantErr(t, err, queue.ErrInvalidArgument, "Extend by 0")
 	if err := b.q.Ack(ctx, item, nil); err != nil {
@@ -117,7 +117,7 @@ func TestReleaseHandsBackWithoutCountingTheAttempt(t *testing.T) {
 	if n, err := b.q.Release(ctx, items...); n != 2 || err != nil {
 		t.Fatalf("Release = %d, %v; want 2", n, err)
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 3})
+	wantCounts(t, b.q, queue.Depth{Pending: 3})
 	again := mustClaim(t, b.q, 3, 3)
 	for i, want := range []string{ids[1], ids[2], ids[3]} {
 		if again[i].ID != want || again[i].Attempt != 1 {

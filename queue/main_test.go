@@ -117,7 +117,7 @@ func mustClaim(t testing.TB, q *queue.Queue, n, want int) []queue.Item {
 	return items
 }
 
-func mustStats(t testing.TB, q *queue.Queue) queue.Stats {
+func mustStats(t testing.TB, q *queue.Queue) queue.Depth {
 	t.Helper()
 	s, err := q.Stats(context.Background())
 	if err != nil {
@@ -127,7 +127,7 @@ func mustStats(t testing.TB, q *queue.Queue) queue.Stats {
 }
 
 // wantCounts compares the counts of Stats (not OldestPending).
-func wantCounts(t testing.TB, q *queue.Queue, want queue.Stats) {
+func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 	t.Helper()
 	got := mustStats(t, q)
 	got.OldestPending, want.OldestPending = 0, 0

@@ -27,7 +27,7 @@ func TestClaimDeadLettersIdsWithoutValue(t *testing.T) {
 		t.Fatalf("claimed %+v, want a and c", items)
 	}
 	mustClaim(t, b.q, 3, 0) // the ghost
-	wantCounts(t, b.q, queue.Stats{Leased: 2, Dead: 2})
+	wantCounts(t, b.q, queue.Depth{Leased: 2, Dead: 2})
 	dead, err := b.q.Dead(ctx, 10)
 	if err != nil || len(dead) != 2 {
 		t.Fatalf("Dead = %+v, %v", dead, err)
@@ -57,7 +57,7 @@ func TestClaimIsBoundedWhenEverythingIsMalformed(t *testing.T) {
 	}
 	id := mustEnqueue(t, b.q, "real")[0]
 	mustClaim(t, b.q, 2, 0)
-	wantCounts(t, b.q, queue.Stats{Pending: 2, Dead: 4})
+	wantCounts(t, b.q, queue.Depth{Pending: 2, Dead: 4})
 	items := mustClaim(t, b.q, 2, 1)
 	if items[0].ID != id {
 		t.Fatalf("claimed %s, want the real item %s", items[0].ID, id)
@@ -81,7 +81,7 @@ func TestClaimDropsDuplicates(t *testing.T) {
 	if items[0].ID != ids[1] {
 		t.Fatalf("claimed %+v, want b once", items)
 	}
-	wantCounts(t, b.q, queue.Stats{Leased: 2})
+	wantCounts(t, b.q, queue.Depth{Leased: 2})
 	if err := b.q.Ack(ctx, first, nil); err != nil {
 		t.Fatalf("Ack of the first claim after its duplicate was dropped: %v", err)
 	}
@@ -149,5 +149,5 @@ func TestWrongKeyTypeFailsBeforeAnyWrite(t *testing.T) {
 	if n, err := b.q.Tidy(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Tidy after the repair = %d, %v", n, err)
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 2})
+	wantCounts(t, b.q, queue.Depth{Pending: 2})
 }

@@ -230,8 +230,8 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 	return []byte(v), nil
 }
 
-// Stats is a snapshot of a queue, read in one atomic step.
-type Stats struct {
+// Depth is a snapshot of what a queue holds, read in one atomic step.
+type Depth struct {
 	Pending int64 // waiting to be claimed
 	Leased  int64 // claimed, not yet acked or nacked
 	Expired int64 // leased past their deadline: Tidy will hand them back
@@ -245,15 +245,15 @@ type Stats struct {
 }
 
 // Stats reads the queue's counts in O(log n).
-func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+func (q *Queue) Stats(ctx context.Context) (Depth, error) {
 	r, err := statsScript.Run(ctx, q.rdb, q.k.statsKeys, encodingPin).Int64Slice()
 	if err != nil {
-		return Stats{}, q.wrap("stats", err)
+		return Depth{}, q.wrap("stats", err)
 	}
 	if len(r) != 7 {
-		return Stats{}, q.wrap("stats", fmt.Errorf("%w: %d values", errUnexpectedScript, len(r)))
+		return Depth{}, q.wrap("stats", fmt.Errorf("%w: %d values", errUnexpectedScript, len(r)))
 	}
-	return Stats{
+	return Depth{
 		Pending: r[0], Leased: r[1], Expired: r[2], Delayed: r[3], Due: r[4], Dead: r[5],
 		OldestPending: time.Duration(max(r[6], 0)) * time.Millisecond,
 	}, nil

@@ -21,7 +21,7 @@ func TestEnqueueClaimAckInOrder(t *testing.T) {
 	} else {
 		ids = append(ids, id)
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 4})
+	wantCounts(t, b.q, queue.Depth{Pending: 4})
 	if v, err := b.q.Value(ctx, ids[1]); string(v) != "two" || err != nil {
 		t.Fatalf("Value = %q, %v; want two", v, err)
 	}
@@ -44,7 +44,7 @@ func TestEnqueueClaimAckInOrder(t *testing.T) {
 		}
 		tokens[it.Token] = true
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 1, Leased: 3})
+	wantCounts(t, b.q, queue.Depth{Pending: 1, Leased: 3})
 
 	s, err := b.q.Settle(ctx,
 		queue.Settlement{Item: items[0], Result: []byte("r1")},
@@ -66,7 +66,7 @@ func TestEnqueueClaimAckInOrder(t *testing.T) {
 	if v, err := b.q.Value(ctx, ids[2]); string(v) != "three" || err != nil {
 		t.Fatalf("Value of a delayed item = %q, %v", v, err)
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 1, Delayed: 1})
+	wantCounts(t, b.q, queue.Depth{Pending: 1, Delayed: 1})
 
 	last := mustClaim(t, b.q, 10, 1)
 	if last[0].ID != ids[3] || tokens[last[0].Token] {
@@ -114,7 +114,7 @@ func TestPayloadLimits(t *testing.T) {
 	if ids != nil {
 		t.Fatalf("EnqueueBatch returned ids %v for a rejected batch", ids)
 	}
-	wantCounts(t, b.q, queue.Stats{}) // nothing of the batch was written
+	wantCounts(t, b.q, queue.Depth{}) // nothing of the batch was written
 
 	id, err := b.q.Enqueue(ctx, []byte("12345678"))
 	if err != nil {
@@ -124,7 +124,7 @@ func TestPayloadLimits(t *testing.T) {
 	items := mustClaim(t, b.q, 2, 2)
 	err = b.q.Ack(ctx, items[0], bytes.Repeat([]byte("x"), 9))
 	wantErr(t, err, queue.ErrPayloadTooLarge, "Ack with an oversized result")
-	wantCounts(t, b.q, queue.Stats{Leased: 2}) // the refused Ack changed nothing
+	wantCounts(t, b.q, queue.Depth{Leased: 2}) // the refused Ack changed nothing
 	if err := b.q.Ack(ctx, items[0], []byte("fits")); err != nil {
 		t.Fatalf("Ack after the refused one: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestStatsCountsAndOldestPending(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{Lease: time.Millisecond, MaxAttempts: 1, BackoffBase: time.Hour, BackoffMax: time.Hour})
 	ctx := testContext(t)
-	if s := mustStats(t, b.q); s != (queue.Stats{}) {
+	if s := mustStats(t, b.q); s != (queue.Depth{}) {
 		t.Fatalf("empty queue: %+v", s)
 	}
 	mustEnqueue(t, b.q, "a", "b", "c", "d", "e")
@@ -160,7 +160,7 @@ func TestStatsCountsAndOldestPending(t *testing.T) {
 		t.Fatalf("OldestPending = %v, want about the 30ms+ it waited", s.OldestPending)
 	}
 	s.OldestPending = 0
-	if want := (queue.Stats{Pending: 3, Leased: 2, Expired: 2}); s != want {
+	if want := (queue.Depth{Pending: 3, Leased: 2, Expired: 2}); s != want {
 		t.Fatalf("Stats = %+v, want %+v", s, want)
 	}
 	b2 := newQueue(t, b.rdb, "other", queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: 2})
@@ -170,11 +170,11 @@ func TestStatsCountsAndOldestPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(2*time.Millisecond))
-	wantCounts(t, b2, queue.Stats{Delayed: 2, Due: 2})
+	wantCounts(t, b2, queue.Depth{Delayed: 2, Due: 2})
 	if err := b.q.Nack(ctx, items[0], errors.New("x")); err != nil { // MaxAttempts 1: dead
 		t.Fatal(err)
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 3, Leased: 1, Expired: 1, Dead: 1})
+	wantCounts(t, b.q, queue.Depth{Pending: 3, Leased: 1, Expired: 1, Dead: 1})
 }
 
 // Every script takes a full batch: Lua's unpack and Redis's argument lists
@@ -210,7 +210,7 @@ func TestFullBatches(t *testing.T) {
 	if r, err := b.q.Wait(ctx, items[8].ID); string(r) != "a:b:p8" || err != nil {
 		t.Fatalf("Wait = %q, %v", r, err)
 	}
-	wantCounts(t, b.q, queue.Stats{})
+	wantCounts(t, b.q, queue.Depth{})
 }
 
 // Two outcomes for one claim in one call: the first counts, the second is
@@ -225,5 +225,5 @@ func TestSettleTwiceInOneCall(t *testing.T) {
 	if err != nil || s.Acked != 1 || s.Retried != 0 || len(s.Lost) != 1 {
 		t.Fatalf("Settle = %+v, %v; want 1 acked, 1 lost", s, err)
 	}
-	wantCounts(t, b.q, queue.Stats{})
+	wantCounts(t, b.q, queue.Depth{})
 }

@@ -40,11 +40,11 @@ func TestNackRetriesThenDeadLettersThenRequeues(t *testing.T) {
 			t.Fatal(err)
 		}
 		if attempt < 3 {
-			wantCounts(t, b.q, queue.Stats{Delayed: 1})
+			wantCounts(t, b.q, queue.Depth{Delayed: 1})
 			promoteWhenDue(t, b, id)
 		}
 	}
-	wantCounts(t, b.q, queue.Stats{Dead: 1})
+	wantCounts(t, b.q, queue.Depth{Dead: 1})
 	dead, err := b.q.Dead(ctx, 10)
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("Dead = %+v, %v", dead, err)
@@ -64,7 +64,7 @@ func TestNackRetriesThenDeadLettersThenRequeues(t *testing.T) {
 	if n, err := b.q.RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v; want 1", n, err)
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 1})
+	wantCounts(t, b.q, queue.Depth{Pending: 1})
 	it := mustClaim(t, b.q, 1, 1)[0]
 	if it.ID != id || it.Attempt != 1 || string(it.Payload) != "fragile" {
 		t.Fatalf("requeued claim = %+v, want %s attempt 1", it, id)
@@ -83,13 +83,13 @@ func TestTidyDeadLettersAtTheLastAttempt(t *testing.T) {
 	ctx := testContext(t)
 	id := mustEnqueue(t, b.q, "stuck")[0]
 	expire(t, b, mustClaim(t, b.q, 1, 1)[0])
-	wantCounts(t, b.q, queue.Stats{Pending: 1})
+	wantCounts(t, b.q, queue.Depth{Pending: 1})
 	second := mustClaim(t, b.q, 1, 1)[0]
 	if second.Attempt != 2 {
 		t.Fatalf("attempt %d, want 2", second.Attempt)
 	}
 	expire(t, b, second)
-	wantCounts(t, b.q, queue.Stats{Dead: 1})
+	wantCounts(t, b.q, queue.Depth{Dead: 1})
 	dead, err := b.q.Dead(ctx, 1)
 	if err != nil || len(dead) != 1 || dead[0].ID != id || dead[0].Cause != "lease expired at attempt 2 of 2" {
 		t.Fatalf("Dead = %+v, %v", dead, err)
@@ -122,7 +122,7 @@ func TestTidyAndPromoteAreBoundedByMax(t *testing.T) {
 			t.Fatalf("Promote(3) = %d, %v; want %d", n, err, want)
 		}
 	}
-	wantCounts(t, b.q, queue.Stats{Pending: 10})
+	wantCounts(t, b.q, queue.Depth{Pending: 10})
 }
 
 func TestPurgeDeadDeletesTheOldest(t *testing.T) {

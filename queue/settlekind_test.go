@@ -56,7 +56,7 @@ func TestNackWithOutOfRangeJitterIsRetried(t *testing.T) {
 	if n := calls.Load(); n != int64(len(jitters)) {
 		t.Fatalf("the jitter was drawn %d times, want %d", n, len(jitters))
 	}
-	wantCounts(t, b.q, queue.Stats{Delayed: int64(len(ids))})
+	wantCounts(t, b.q, queue.Depth{Delayed: int64(len(ids))})
 	if n := itemFields(t, b.rdb, tag+":results"); n != 0 {
 		t.Fatalf("%d results stored by nacks, want none", n)
 	}

@@ -205,7 +205,7 @@ func (r *drainRig) checkResults(t *testing.T) {
 		t.Fatalf("%d of %d items without their result: lost", missing, len(r.ids))
 	}
 	s, err := r.q.Stats(ctx)
-	if err != nil || s != (queue.Stats{}) {
+	if err != nil || s != (queue.Depth{}) {
 		t.Fatalf("queue stats at the end = %+v, %v; want all zero", s, err)
 	}
 	dead, err := r.q.Dead(ctx, 10)

@@ -180,7 +180,7 @@ func checkKept(t *testing.T, ctx context.Context, q *queue.Queue, ids []string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != (queue.Stats{Pending: int64(len(ids)), OldestPending: st.OldestPending}) {
+	if st != (queue.Depth{Pending: int64(len(ids)), OldestPending: st.OldestPending}) {
 		t.Fatalf("queue after the restart: %+v, want %d pending and nothing else", st, len(ids))
 	}
 	for i, id := range ids {

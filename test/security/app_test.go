@@ -158,7 +158,7 @@ func (a *app) done(ctx context.Context, sfx string) bool {
 		return false
 	}
 	s, err := a.q.Stats(ctx)
-	return err == nil && s == (queue.Stats{})
+	return err == nil && s == (queue.Depth{})
 }
 
 // checkResults asserts that every item has its result, read by the app's
