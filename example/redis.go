@@ -60,6 +60,9 @@ func connectRedis(ctx context.Context, o options, out io.Writer) (redis.Universa
 				// recruiter's RedisTimeout and the order status's wait
 				// rely on it.
 				ContextTimeoutEnabled: true,
+				// No CLIENT SETINFO, which the documented least-privilege
+				// ACL user may not send (docs/redis.md).
+				DisableIdentity: true,
 			})
 		}
 	} else {
@@ -69,6 +72,7 @@ func connectRedis(ctx context.Context, o options, out io.Writer) (redis.Universa
 		}
 		addrs, tlsConf = []string{u.Addr}, u.TLSConfig
 		u.ContextTimeoutEnabled = true
+		u.DisableIdentity = true // as above: the ACL user may not send CLIENT SETINFO
 		newClient = func() redis.UniversalClient { return redis.NewClient(u) }
 	}
 	if o.redisCA != "" {
