@@ -1,0 +1,55 @@
+// Package tasks runs typed tasks on a [queue.Queue]: handlers registered by
+// task type, a job that the web servers' slices drain the queue with, and
+// calls that enqueue a task and wait for its typed result.
+//
+//	mux := tasks.NewMux()
+//	err := tasks.Handle(mux, "resize", func(ctx context.Context, a ResizeArgs) (Thumb, error) { ... })
+//	job, err := mux.Job(q, jobs.DrainConfig{})
+//	err = rec.Register(job, recruiter.JobConfig{Rate: 0.05})
+//	// elsewhere, a client:
+//	c, err := tasks.NewClient(q)
+//	id, err := tasks.Enqueue(ctx, c, "resize", ResizeArgs{...})        // fire and forget
+//	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", args) // enqueue and wait
+//
+// # Handlers and the job
+//
+// A [Mux] maps task types (names of [A-Za-z0-9._-]) to handlers, which
+// [Handle] registers with their argument and result types. [Mux.Job] is a
+// [jobs.Drain] of the queue, named "tasks.QUEUE", that dispatches each item
+// to the handler of its type: everything Drain promises holds (batches,
+// budgets, leases, one round trip to settle a batch, a panic failing its
+// item alone). A task whose type no handler has, or whose envelope or
+// arguments do not decode, fails like a handler error, with a cause
+// wrapping [ErrUnknownType] or [ErrDecode]: the queue retries it up to its
+// MaxAttempts and then dead-letters it with that cause, and the job goes
+// on with the other items. Nothing a queue holds can make the job panic or
+// stop the queue. Register handlers before the job first runs, so that
+// early tasks do not spend their attempts as unknown types.
+//
+// # Clients
+//
+// A [Client] is a queue and a codec. [Enqueue] and [Call] are functions
+// taking the Client rather than methods, since methods cannot have type
+// parameters; a process that only submits tasks needs no Mux, and one
+// that only runs them needs no Client. [Call] waits with
+// [queue.Queue.Wait]: a task that dies returns an error wrapping
+// [queue.ErrDead] with the cause, as text.
+//
+// # Encoding
+//
+// A task is one queue item whose payload is an envelope: a version byte,
+// the task type, the codec's name, then the arguments as the codec encodes
+// them. The result is the codec's encoding of the handler's return value.
+// The codec is JSON (encoding/json) unless [WithCodec] sets another; a
+// Mux refuses tasks encoded with a codec of another name, with
+// [ErrDecode]. An envelope of an unknown version is refused the same way,
+// so later versions can add fields.
+//
+// # Not yet
+//
+// This is the first slice of the package. Chains (a task's result as the
+// next one's arguments), fan-out (one task starting many, and waiting for
+// them), unique enqueue (at most one queued task per key) and delayed
+// enqueue (a task due later) are not there yet; [Enqueue] takes no
+// options until they are.
+package tasks

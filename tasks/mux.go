@@ -1,0 +1,137 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/jobs"
+	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// Errors of this package. Those about an argument wrap a message naming it.
+var (
+	ErrInvalidArgument = errors.New("tasks: invalid argument")
+	ErrDuplicateType   = errors.New("tasks: duplicate task type")
+	ErrUnknownType     = errors.New("tasks: unknown task type")
+	ErrDecode          = errors.New("tasks: cannot decode")
+)
+
+// handlerFunc is a typed handler behind its codec: encoded arguments in,
+// encoded result out.
+type handlerFunc func(ctx context.Context, c Codec, args []byte) ([]byte, error)
+
+// Mux holds the handlers of task types and makes the job that runs them.
+// Registering is safe at any time, also while its job runs: the table is
+// copied on write, so the job reads it without a lock.
+type Mux struct {
+	codec    Codec
+	mu       sync.Mutex // serialises writers of handlers
+	handlers atomic.Pointer[map[string]handlerFunc]
+}
+
+// NewMux returns a Mux without handlers; see [WithCodec].
+func NewMux(opts ...Option) *Mux {
+	return &Mux{codec: newOptions(opts).codec}
+}
+
+// Handle registers h for the tasks of type typ, a name of 1 to 128 bytes
+// of [A-Za-z0-9._-]. A type has one handler: registering it again returns
+// an error wrapping [ErrDuplicateType]. h gets the task's decoded
+// arguments; what it returns is encoded as the task's result, which
+// [Call] returns, and an error fails the attempt, with its text as cause
+// (see [Mux.Job]). Since delivery is at least once, h must be idempotent.
+func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R, error)) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil Mux", ErrInvalidArgument)
+	case h == nil:
+		return fmt.Errorf("%w: nil handler for %q", ErrInvalidArgument, typ)
+	}
+	if err := names.Check(typ); err != nil {
+		return fmt.Errorf("%w: task type: %v", ErrInvalidArgument, err)
+	}
+	run := func(ctx context.Context, c Codec, data []byte) ([]byte, error) {
+		var args A
+		if err := c.Unmarshal(data, &args); err != nil {
+			return nil, fmt.Errorf("%w: arguments of %s: %w", ErrDecode, typ, err)
+		}
+		r, err := h(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		out, err := c.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("tasks: result of %s: %w", typ, err)
+		}
+		return out, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.handlers.Load()
+	table := make(map[string]handlerFunc, 1)
+	if old != nil {
+		if _, dup := (*old)[typ]; dup {
+			return fmt.Errorf("%w: %s", ErrDuplicateType, typ)
+		}
+		for k, v := range *old {
+			table[k] = v
+		}
+	}
+	table[typ] = run
+	m.handlers.Store(&table)
+	return nil
+}
+
+// Job returns the job that works q off: a [jobs.Drain] whose handler
+// decodes each item's envelope, calls the handler of its type with the
+// decoded arguments, and stores the encoded result. Its name is
+// "tasks.QUEUE" unless cfg's Name sets one; the rest of cfg is Drain's.
+//
+// A task that cannot run fails its attempt like a handler error, never
+// with a panic: an unknown type with an error wrapping [ErrUnknownType],
+// an envelope or arguments that do not decode (or a task enqueued with
+// another codec) with one wrapping [ErrDecode]. The queue retries it up to
+// its MaxAttempts, then dead-letters it with that cause, and goes on with
+// the other items. A handler's panic is recovered by Drain and fails its
+// item alone.
+func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
+	switch {
+	case m == nil:
+		return nil, fmt.Errorf("%w: nil Mux", ErrInvalidArgument)
+	case q == nil:
+		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
+	}
+	if err := names.Check(m.codec.Name()); err != nil {
+		return nil, fmt.Errorf("%w: codec name: %v", ErrInvalidArgument, err)
+	}
+	if cfg.Name == "" {
+		// Queue names are valid job names; only the length may be too much.
+		cfg.Name = "tasks." + q.Name()
+		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
+	}
+	return jobs.Drain(q, m.run, cfg)
+}
+
+// run is the Drain handler: one queue item, one task.
+func (m *Mux) run(ctx context.Context, it queue.Item) ([]byte, error) {
+	env, err := decodeEnvelope(it.Payload)
+	if err != nil {
+		return nil, err
+	}
+	if env.Codec != m.codec.Name() {
+		return nil, fmt.Errorf("%w: %s was encoded with codec %q, this Mux has %q", ErrDecode, env.Type, env.Codec, m.codec.Name())
+	}
+	var h handlerFunc
+	if table := m.handlers.Load(); table != nil {
+		h = (*table)[env.Type]
+	}
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
+	}
+	return h(ctx, m.codec, env.Args)
+}
