@@ -1,0 +1,18 @@
+package tasks
+
+// EncodeEnvelope and DecodeEnvelope open the envelope to the tests of
+// package tasks_test: the fuzz target, the benchmark's filling, and tasks
+// written by hand.
+func EncodeEnvelope(typ, codec string, args []byte) []byte {
+	return envelope{Type: typ, Codec: codec, Args: args}.encode()
+}
+
+func DecodeEnvelope(b []byte) (typ, codec string, args []byte, err error) {
+	e, err := decodeEnvelope(b)
+	return e.Type, e.Codec, e.Args, err
+}
+
+// JSONForTest and UnJSONForTest are the default codec's, for a test codec
+// built on them.
+func JSONForTest(v any) ([]byte, error)      { return jsonCodec{}.Marshal(v) }
+func UnJSONForTest(data []byte, v any) error { return jsonCodec{}.Unmarshal(data, v) }
