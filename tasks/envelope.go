@@ -62,6 +62,12 @@ func readName(b []byte, what string) (name string, rest []byte, err error) {
 	if w <= 0 || n > uint64(len(b)-w) {
 		return "", nil, fmt.Errorf("%w: envelope's %s is cut short", ErrDecode, what)
 	}
+	// Uvarint accepts padded encodings (0x81 0x00 for 1): refused, so that
+	// an envelope has one reading and one encoding.
+	var minimal [binary.MaxVarintLen64]byte
+	if w != len(binary.AppendUvarint(minimal[:0], n)) {
+		return "", nil, fmt.Errorf("%w: envelope's %s has a padded length", ErrDecode, what)
+	}
 	name = string(b[w : w+int(n)])
 	if err := names.Check(name); err != nil {
 		return "", nil, fmt.Errorf("%w: envelope's %s: %v", ErrDecode, what, err)
