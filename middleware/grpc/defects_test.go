@@ -17,15 +17,22 @@ import (
 	"github.com/worksteal/worksteal/recruiter"
 )
 
-// lateCatalog answers a marked OK after the RPC's deadline has passed:
-// the client gets DeadlineExceeded.
+// lateCatalog answers a marked OK after the RPC's deadline has passed and
+// the client has given up (clientDone), so the client surely got
+// DeadlineExceeded: an answer sent at the deadline could still reach a
+// client whose own timer runs late on a loaded machine.
 type lateCatalog struct {
 	healthpb.UnimplementedHealthServer
+	clientDone chan struct{}
 }
 
-func (lateCatalog) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+func (c lateCatalog) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	recruiter.MarkFastExit(ctx)
 	<-ctx.Done()
+	select {
+	case <-c.clientDone:
+	case <-time.After(10 * time.Second):
+	}
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
@@ -66,13 +73,15 @@ func TestHandlerPastItsDeadlineIsNoFastExit(t *testing.T) {
 	rig := stealtest.New(t, false)
 	rig.Draw()
 	codesSeen := make(chan codes.Code, 1)
-	client := dial(t, lateCatalog{}, stealgrpc.UnaryServerInterceptor(rig.Rec, stealgrpc.WithClassifier(func(e stealgrpc.Exit) bool {
+	late := lateCatalog{clientDone: make(chan struct{})}
+	client := dial(t, late, stealgrpc.UnaryServerInterceptor(rig.Rec, stealgrpc.WithClassifier(func(e stealgrpc.Exit) bool {
 		codesSeen <- e.Code
 		return stealgrpc.DefaultClassifier(e)
 	})))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+	close(late.clientDone)
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("the client got %v, want DeadlineExceeded", err)
 	}
