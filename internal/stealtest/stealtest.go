@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,4 +159,53 @@ func LinkedTo(span sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
 		}
 	}
 	return false
+}
+
+// Serve serves h on a test server closed at cleanup.
+func Serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Get returns the raw response to a GET of url (status line, headers but
+// Date, body), for byte-for-byte comparisons.
+func Get(t testing.TB, url string, header http.Header) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	resp.Header.Del("Date")
+	raw, err := httputil.DumpResponse(resp, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// ServeInline serves handler(rig), rig being in inline mode with a job
+// that blocks until release is closed (at cleanup at the latest).
+func ServeInline(t testing.TB, handler func(*Rig) http.Handler) (rig *Rig, srv *httptest.Server, release chan struct{}) {
+	t.Helper()
+	rig = New(t, true)
+	release = make(chan struct{})
+	rig.SetJob(func(context.Context) (recruiter.Report, error) {
+		<-release
+		return recruiter.Report{}, nil
+	})
+	srv = Serve(t, rig.Wrap(handler(rig)))
+	// Cleanups run last in first: a failed test frees its slice before the
+	// server waits for the request that runs it.
+	t.Cleanup(func() { close(release) })
+	return rig, srv, release
 }

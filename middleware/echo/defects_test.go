@@ -30,7 +30,7 @@ func TestInlineWithGzipInside(t *testing.T) {
 		marked(c)
 		return c.String(http.StatusOK, strings.Repeat("cached ", 100))
 	})
-	srv := serve(t, rig.Wrap(e))
+	srv := stealtest.Serve(t, rig.Wrap(e))
 
 	var wg sync.WaitGroup
 	for range 16 {
@@ -83,7 +83,7 @@ func TestPreAndUseBothSeeTheMark(t *testing.T) {
 		marked(c)
 		return c.String(http.StatusOK, "cached")
 	})
-	srv := serve(t, outer.Wrap(e))
+	srv := stealtest.Serve(t, outer.Wrap(e))
 	resp, err := http.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package stealecho_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,25 +12,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/stealtest"
 	stealecho "github.com/worksteal/worksteal/middleware/echo"
-	"github.com/worksteal/worksteal/recruiter"
 )
-
-// serveInline serves handler(rig), rig being in inline mode with a job
-// that blocks until release.
-func serveInline(t *testing.T, handler func(*stealtest.Rig) http.Handler) (*stealtest.Rig, *httptest.Server, chan struct{}) {
-	t.Helper()
-	rig := stealtest.New(t, true)
-	release := make(chan struct{})
-	rig.SetJob(func(context.Context) (recruiter.Report, error) {
-		<-release
-		return recruiter.Report{}, nil
-	})
-	srv := serve(t, rig.Wrap(handler(rig)))
-	// Cleanups run last in first: a failed test frees its slice before the
-	// server waits for the request that runs it.
-	t.Cleanup(func() { close(release) })
-	return rig, srv, release
-}
 
 // client gives up, so that a response held back by its slice fails the
 // test instead of hanging it.
@@ -42,7 +23,7 @@ var client = &http.Client{Timeout: 5 * time.Second}
 // chunked one has its body, and its end follows the slice.
 func TestInlineFlushesBeforeTheSlice(t *testing.T) {
 	t.Parallel()
-	rig, srv, release := serveInline(t, func(rig *stealtest.Rig) http.Handler {
+	rig, srv, release := stealtest.ServeInline(t, func(rig *stealtest.Rig) http.Handler {
 		e := echo.New()
 		e.Use(stealecho.Middleware(rig.Rec))
 		e.GET("/:shape", func(c echo.Context) error {
@@ -101,11 +82,11 @@ func TestInlineFlushesBeforeTheSlice(t *testing.T) {
 // mode the client gets it once the slice has ended, and gets it intact.
 func TestInlineErrorResponseFollowsTheSlice(t *testing.T) {
 	t.Parallel()
-	rig, srv, release := serveInline(t, func(rig *stealtest.Rig) http.Handler {
+	rig, srv, release := stealtest.ServeInline(t, func(rig *stealtest.Rig) http.Handler {
 		return newEcho(stealecho.Middleware(rig.Rec))
 	})
-	without := serve(t, newEcho())
-	want := get(t, without.URL+"/same-error", nil)
+	without := stealtest.Serve(t, newEcho())
+	want := stealtest.Get(t, without.URL+"/same-error", nil)
 	rig.Draw()
 
 	got := make(chan string, 1)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,36 +75,6 @@ func newEcho(mws ...echo.MiddlewareFunc) *echo.Echo {
 
 var allPaths = []string{"/hit", "/slow", "/empty", "/same", "/same-error", "/missing", "/fail", "/error", "/unavailable", "/wrapped", "/late"}
 
-func serve(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// get returns the raw response (status line, headers but Date, body).
-func get(t *testing.T, url string, header http.Header) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	resp.Header.Del("Date")
-	raw, err := httputil.DumpResponse(resp, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw)
-}
-
 func TestDismissedRequestIsUntouched(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
@@ -126,12 +95,12 @@ func TestDismissedRequestIsUntouched(t *testing.T) {
 			return next(c)
 		}
 	}
-	with := serve(t, rig.Wrap(newEcho(recordOuter, stealecho.Middleware(rig.Rec), checkInner)))
-	without := serve(t, newEcho())
+	with := stealtest.Serve(t, rig.Wrap(newEcho(recordOuter, stealecho.Middleware(rig.Rec), checkInner)))
+	without := stealtest.Serve(t, newEcho())
 	for _, path := range allPaths {
 		sameRequest.Store(false)
 		sameWriter.Store(false)
-		if a, b := get(t, with.URL+path, nil), get(t, without.URL+path, nil); a != b {
+		if a, b := stealtest.Get(t, with.URL+path, nil), stealtest.Get(t, without.URL+path, nil); a != b {
 			t.Errorf("%s differs with the middleware:\n%s\nwithout:\n%s", path, a, b)
 		}
 		if !sameRequest.Load() || !sameWriter.Load() {
@@ -194,8 +163,8 @@ func TestDismissedRequestAllocatesNothing(t *testing.T) {
 func TestDrawnRequests(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
-	srv := serve(t, rig.Wrap(newEcho(stealecho.Middleware(rig.Rec))))
-	without := serve(t, newEcho())
+	srv := stealtest.Serve(t, rig.Wrap(newEcho(stealecho.Middleware(rig.Rec))))
+	without := stealtest.Serve(t, newEcho())
 	rig.Draw()
 	for _, tc := range []struct {
 		path string
@@ -205,7 +174,7 @@ func TestDrawnRequests(t *testing.T) {
 		{"/slow", 0}, {"/fail", 0}, {"/error", 0}, {"/unavailable", 0}, {"/late", 0},
 	} {
 		before := rig.Started()
-		if a, b := get(t, srv.URL+tc.path, nil), get(t, without.URL+tc.path, nil); a != b {
+		if a, b := stealtest.Get(t, srv.URL+tc.path, nil), stealtest.Get(t, without.URL+tc.path, nil); a != b {
 			t.Errorf("drawn %s differs from the bare service's:\n%s\nwant:\n%s", tc.path, a, b)
 		}
 		rig.Settle(t)
@@ -231,9 +200,9 @@ func TestSliceLinksToTheRequestSpan(t *testing.T) {
 		marked(c)
 		return c.String(http.StatusOK, "cached answer")
 	})
-	srv := serve(t, rig.Wrap(e))
+	srv := stealtest.Serve(t, rig.Wrap(e))
 	rig.Draw()
-	get(t, srv.URL+"/items/7", nil)
+	stealtest.Get(t, srv.URL+"/items/7", nil)
 	rig.NextRun(t)
 	rig.Settle(t)
 	spans := rig.RecruitSpans()
@@ -255,7 +224,7 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 	rig := stealtest.New(t, false)
 	var echoDone atomic.Bool
 	e := newEcho(stealecho.Middleware(rig.Rec))
-	srv := serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		echoDone.Store(false)
 		e.ServeHTTP(w, r)
 		// Hold the request open: a slice that did not wait for its end
@@ -263,7 +232,7 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		echoDone.Store(true)
 	})))
-	without := serve(t, newEcho())
+	without := stealtest.Serve(t, newEcho())
 	rig.Draw()
 	jobs := []struct {
 		does string
@@ -284,8 +253,8 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 		})
 		for _, path := range []string{"/hit", "/same-error"} {
 			rig.ForgetCoolOffs() // each of these jobs rests after its slice
-			want := get(t, without.URL+path, nil)
-			if got := get(t, srv.URL+path, nil); got != want {
+			want := stealtest.Get(t, without.URL+path, nil)
+			if got := stealtest.Get(t, srv.URL+path, nil); got != want {
 				t.Errorf("%s, with a job that %s: the response is\n%s\nwant\n%s", path, job.does, got, want)
 			}
 			rig.NextRun(t)
@@ -306,7 +275,7 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 func TestClientsCannotForceRecruitment(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
-	srv := serve(t, rig.Wrap(newEcho(stealecho.Middleware(rig.Rec))))
+	srv := stealtest.Serve(t, rig.Wrap(newEcho(stealecho.Middleware(rig.Rec))))
 	forged := http.Header{
 		"X-Worksteal":            {"1"},
 		"X-Fast-Exit":            {"true"},
@@ -326,7 +295,7 @@ func TestClientsCannotForceRecruitment(t *testing.T) {
 			rig.Dismiss()
 		}
 		for _, path := range []string{"/slow?fast_exit=1&worksteal=1", "/fail?recruit=1", "/error?status=304", "/unavailable?marked=1"} {
-			get(t, srv.URL+path, forged)
+			stealtest.Get(t, srv.URL+path, forged)
 		}
 	}
 	rig.Settle(t)

@@ -95,10 +95,10 @@ func TestSkipperAndClassifier(t *testing.T) {
 		marked(c)
 		return c.NoContent(http.StatusNoContent)
 	})
-	srv := serve(t, rig.Wrap(e))
+	srv := stealtest.Serve(t, rig.Wrap(e))
 	rig.Draw()
 	for _, path := range []string{"/hit", "/admin/purge", "/unavailable", "/error", "/same-error", "/wrapped", "/wrapping", "/gone", "/late", "/slow"} {
-		get(t, srv.URL+path, nil)
+		stealtest.Get(t, srv.URL+path, nil)
 	}
 	rig.Settle(t)
 	if n := rig.Started(); n != 1 {

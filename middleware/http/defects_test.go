@@ -96,7 +96,7 @@ func TestInlineUnderTimeoutHandler(t *testing.T) {
 		recruiter.MarkFastExit(r.Context())
 		_, _ = io.WriteString(w, "cached")
 	})
-	srv := serve(t, rig.Wrap(http.TimeoutHandler(stealhttp.Middleware(rig.Rec)(h), limit, "timed out")))
+	srv := stealtest.Serve(t, rig.Wrap(http.TimeoutHandler(stealhttp.Middleware(rig.Rec)(h), limit, "timed out")))
 
 	resp, err := http.Get(srv.URL)
 	if err != nil {
@@ -122,8 +122,8 @@ func TestNestedMiddlewaresBothSeeTheMark(t *testing.T) {
 		recruiter.MarkFastExit(r.Context())
 		_, _ = io.WriteString(w, "cached")
 	})
-	srv := serve(t, outer.Wrap(stealhttp.Middleware(outer.Rec)(stealhttp.Middleware(inner.Rec)(h))))
-	if got := get(t, srv.URL, nil); !strings.Contains(got, "cached") {
+	srv := stealtest.Serve(t, outer.Wrap(stealhttp.Middleware(outer.Rec)(stealhttp.Middleware(inner.Rec)(h))))
+	if got := stealtest.Get(t, srv.URL, nil); !strings.Contains(got, "cached") {
 		t.Fatalf("got %q", got)
 	}
 	outer.NextRun(t)
@@ -155,7 +155,7 @@ func TestFlushCommitsTheStatus(t *testing.T) {
 		http.NewResponseController(w).Flush()
 		http.Error(w, "late", http.StatusInternalServerError) // too late too
 	})
-	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec, classify)(mux)))
+	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec, classify)(mux)))
 
 	for _, path := range []string{"/then-304", "/marked-then-500"} {
 		resp, err := http.Get(srv.URL + path)
@@ -193,8 +193,8 @@ func TestFiltersAddUp(t *testing.T) {
 		stealhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/health" }),
 		stealhttp.WithFilter(nil),
 		stealhttp.WithFilter(func(r *http.Request) bool { return r.Method == http.MethodGet }))
-	srv := serve(t, rig.Wrap(mw(h)))
-	get(t, srv.URL+"/health", nil)
+	srv := stealtest.Serve(t, rig.Wrap(mw(h)))
+	stealtest.Get(t, srv.URL+"/health", nil)
 	resp, err := http.Post(srv.URL+"/item", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +204,6 @@ func TestFiltersAddUp(t *testing.T) {
 	if rig.Started() != 0 {
 		t.Fatalf("%d slices ran for requests a filter excluded", rig.Started())
 	}
-	get(t, srv.URL+"/item", nil)
+	stealtest.Get(t, srv.URL+"/item", nil)
 	rig.NextRun(t)
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,33 +44,6 @@ func routes() http.Handler {
 	return mux
 }
 
-func serve(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// get returns the raw response (status line, headers but Date, body).
-func get(t *testing.T, url string, header http.Header) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	resp.Header.Del("Date")
-	raw, err := httputil.DumpResponse(resp, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw)
-}
-
 func TestDismissedRequestIsUntouched(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
@@ -84,13 +56,13 @@ func TestDismissedRequestIsUntouched(t *testing.T) {
 		routes().ServeHTTP(w, r)
 	})
 	mw := stealhttp.Middleware(rig.Rec)(inner)
-	with := serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	with := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		outerW, outerR = w, r
 		mw.ServeHTTP(w, r)
 	})))
-	without := serve(t, routes())
+	without := stealtest.Serve(t, routes())
 	for _, path := range []string{"/hit", "/slow", "/fail", "/empty", "/same"} {
-		if a, b := get(t, with.URL+path, nil), get(t, without.URL+path, nil); a != b {
+		if a, b := stealtest.Get(t, with.URL+path, nil), stealtest.Get(t, without.URL+path, nil); a != b {
 			t.Errorf("%s differs with the middleware:\n%s\nwithout:\n%s", path, a, b)
 		}
 		if !sameWriter.Load() || !sameRequest.Load() {
@@ -106,15 +78,15 @@ func TestDismissedRequestIsUntouched(t *testing.T) {
 func TestDrawnRequests(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
-	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(routes())))
-	without := serve(t, routes())
+	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(routes())))
+	without := stealtest.Serve(t, routes())
 	rig.Draw()
 	for _, tc := range []struct {
 		path string
 		runs int
 	}{{"/hit", 1}, {"/slow", 0}, {"/fail", 0}, {"/empty", 1}, {"/same", 1}} {
 		before := rig.Started()
-		if a, b := get(t, srv.URL+tc.path, nil), get(t, without.URL+tc.path, nil); a != b {
+		if a, b := stealtest.Get(t, srv.URL+tc.path, nil), stealtest.Get(t, without.URL+tc.path, nil); a != b {
 			t.Errorf("drawn %s differs from the bare handler's:\n%s\nwant:\n%s", tc.path, a, b)
 		}
 		rig.Settle(t)
@@ -138,13 +110,13 @@ func TestSliceLinksToTheRequestSpan(t *testing.T) {
 		recruiter.MarkFastExit(r.Context())
 	}))
 	tracer := rig.Tracer.Tracer("catalog")
-	srv := serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := tracer.Start(r.Context(), "GET", trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})))
 	rig.Draw()
-	get(t, srv.URL, nil)
+	stealtest.Get(t, srv.URL, nil)
 	rig.NextRun(t)
 	rig.Settle(t)
 	spans := rig.RecruitSpans()
@@ -167,7 +139,7 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 	// started at once, not when the server is done, would see it unfinished.
 	var handlerDone, doneAtStart atomic.Bool
 	mw := stealhttp.Middleware(rig.Rec)(routes())
-	srv := serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		handlerDone.Store(false)
 		mw.ServeHTTP(w, r)
 		time.Sleep(20 * time.Millisecond)
@@ -179,8 +151,8 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 			return job(ctx)
 		}
 	}
-	without := serve(t, routes())
-	want := get(t, without.URL+"/hit", nil)
+	without := stealtest.Serve(t, routes())
+	want := stealtest.Get(t, without.URL+"/hit", nil)
 	rig.Draw()
 	jobs := map[string]func(context.Context) (recruiter.Report, error){
 		"sleeps past its budget": func(ctx context.Context) (recruiter.Report, error) {
@@ -193,7 +165,7 @@ func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
 	for name, job := range jobs {
 		rig.SetJob(observed(job))
 		rig.ForgetCoolOffs() // each of these jobs rests after its slice
-		if got := get(t, srv.URL+"/hit", nil); got != want {
+		if got := stealtest.Get(t, srv.URL+"/hit", nil); got != want {
 			t.Errorf("with a job that %s the response is\n%s\nwant\n%s", name, got, want)
 		}
 		rig.NextRun(t)
@@ -229,7 +201,7 @@ func TestInlineFlushesBeforeTheSlice(t *testing.T) {
 		}
 		io.WriteString(w, "hello")
 	})
-	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(h)))
+	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(h)))
 	t.Cleanup(func() { close(abandon) }) // runs before the server's Close
 	client := &http.Client{Timeout: 10 * time.Second}
 	rig.Draw()
@@ -317,7 +289,7 @@ func TestStreamingThroughTheMiddleware(t *testing.T) {
 		buf.WriteString("echo: " + line)
 		buf.Flush()
 	})
-	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(mux)))
+	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(mux)))
 	rig.Draw()
 
 	resp, err := http.Get(srv.URL + "/events")
@@ -376,7 +348,7 @@ func TestStreamingThroughTheMiddleware(t *testing.T) {
 func TestClientsCannotForceRecruitment(t *testing.T) {
 	t.Parallel()
 	rig := stealtest.New(t, false)
-	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(routes())))
+	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(routes())))
 	forged := http.Header{
 		"X-Worksteal":           {"1"},
 		"X-Fast-Exit":           {"true"},
@@ -394,7 +366,7 @@ func TestClientsCannotForceRecruitment(t *testing.T) {
 			rig.Dismiss()
 		}
 		for _, path := range []string{"/slow?fast_exit=1&worksteal=1", "/fail?recruit=1"} {
-			get(t, srv.URL+path, forged)
+			stealtest.Get(t, srv.URL+path, forged)
 		}
 	}
 	rig.Settle(t)
@@ -415,11 +387,11 @@ func TestOptions(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/", routes())
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	srv := serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec,
+	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec,
 		nil, stealhttp.WithClassifier(classify), stealhttp.WithFilter(skipAdmin))(mux)))
 	rig.Draw()
 	for _, path := range []string{"/hit", "/admin/purge", "/slow"} {
-		get(t, srv.URL+path, nil)
+		stealtest.Get(t, srv.URL+path, nil)
 	}
 	rig.Settle(t)
 	if n := rig.Started(); n != 1 {
