@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/heal"
 )
 
 var (
@@ -65,7 +67,8 @@ func New(rdb redis.Scripter, key string) (*Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Hash{rdb: rdb, keys: []string{values, expiry}, name: key}, nil
+	// A ClusterClient whose master died finds its replica (package heal).
+	return &Hash{rdb: heal.Scripter(rdb), keys: []string{values, expiry}, name: key}, nil
 }
 
 // hashKeys returns the keys of the expiring hash key; see New.

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/exphash"
+	"github.com/worksteal/worksteal/internal/heal"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -93,6 +94,7 @@ func EvictExpiredMembers(rdb redis.Scripter, key string, cfg EvictConfig) (recru
 		return nil, err
 	}
 	keys, unit := []string{key}, cfg.ScoreUnit.Milliseconds()
+	rdb = heal.Scripter(rdb) // a ClusterClient whose master died finds its replica
 	step := func(ctx context.Context, max int) (int, error) {
 		n, err := evictMembersScript.Run(ctx, rdb, keys, max, unit).Int()
 		if err != nil {

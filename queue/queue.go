@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/heal"
 	"github.com/worksteal/worksteal/internal/names"
 )
 
@@ -264,5 +265,6 @@ func (q *Queue) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	heal.Notice(q.rdb, err) // a ClusterClient whose master died finds its replica
 	return fmt.Errorf("queue %s: %s: %w", q.name, op, err)
 }

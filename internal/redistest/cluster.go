@@ -21,9 +21,25 @@ var slotRanges = [3][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
 // "foo"=12182), so the readiness probe touches every master.
 var probeKeys = []string{"hello", "test", "foo"}
 
-// Cluster is a three-master Redis Cluster without replicas.
+// Cluster is a three-master Redis Cluster, without replicas
+// ([StartCluster]) or with one per master ([StartClusterWithReplicas]).
 type Cluster struct {
-	nodes []*Server
+	nodes    []*Server // the masters as started
+	replicas []*Server // replicas[i] replicated nodes[i] when started
+}
+
+// all is every node started, masters first, dead or alive.
+func (c *Cluster) all() []*Server { return append(c.Nodes(), c.replicas...) }
+
+// live is every node whose process runs.
+func (c *Cluster) live() []*Server {
+	var out []*Server
+	for _, n := range c.all() {
+		if n.running() {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // StartCluster starts three cluster-enabled redis-servers, assigns the slots,
@@ -34,23 +50,26 @@ func StartCluster(t testing.TB) *Cluster {
 }
 
 // ready checks every node's own view first (cheap), then end-to-end access.
-func (c *Cluster) ready(ctx context.Context, clients []*redis.Client) error {
+// clients are those of nodes, in order: every node dead or alive must be
+// known, and every live one must see the cluster whole.
+func (c *Cluster) ready(ctx context.Context, nodes []*Server, clients []*redis.Client) error {
+	known := "cluster_known_nodes:" + strconv.Itoa(len(c.all()))
 	for i, cl := range clients {
 		info, err := cl.ClusterInfo(ctx).Result()
 		if err != nil {
-			return fmt.Errorf("CLUSTER INFO on %s: %w", c.nodes[i].Addr(), err)
+			return fmt.Errorf("CLUSTER INFO on %s: %w", nodes[i].Addr(), err)
 		}
-		for _, want := range []string{"cluster_state:ok", "cluster_known_nodes:3", "cluster_size:3"} {
+		for _, want := range []string{"cluster_state:ok", known, "cluster_size:3"} {
 			if !strings.Contains(info, want+"\r\n") {
-				return fmt.Errorf("%s: CLUSTER INFO lacks %s", c.nodes[i].Addr(), want)
+				return fmt.Errorf("%s: CLUSTER INFO lacks %s", nodes[i].Addr(), want)
 			}
 		}
-		nodes, err := cl.ClusterNodes(ctx).Result()
+		list, err := cl.ClusterNodes(ctx).Result()
 		if err != nil {
-			return fmt.Errorf("CLUSTER NODES on %s: %w", c.nodes[i].Addr(), err)
+			return fmt.Errorf("CLUSTER NODES on %s: %w", nodes[i].Addr(), err)
 		}
-		if m := countHealthyMasters(nodes); m != 3 {
-			return fmt.Errorf("%s knows %d healthy masters, want 3", c.nodes[i].Addr(), m)
+		if m := countHealthyMasters(list); m != 3 {
+			return fmt.Errorf("%s knows %d healthy masters, want 3", nodes[i].Addr(), m)
 		}
 	}
 	cc := redis.NewClusterClient(c.clientOptions())
@@ -86,7 +105,8 @@ func countHealthyMasters(clusterNodes string) int {
 	return n
 }
 
-// Addrs returns the "127.0.0.1:port" address of every master.
+// Addrs returns the "127.0.0.1:port" address of every master as started
+// (with replicas, the seed addresses a ClusterClient needs).
 func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
@@ -95,7 +115,7 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// Nodes returns the masters, e.g. to Kill or Pause one of them.
+// Nodes returns the masters as started, e.g. to Kill or Pause one of them.
 func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
 
 func (c *Cluster) clientOptions() *redis.ClusterOptions {
@@ -124,7 +144,7 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 
 func (c *Cluster) logTails() string {
 	var b strings.Builder
-	for i, n := range c.nodes {
+	for i, n := range c.all() {
 		b.WriteString("=== node " + strconv.Itoa(i) + " " + n.Addr() + " ===\n" + n.logTail())
 	}
 	return b.String()

@@ -2,8 +2,8 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,13 +51,17 @@ func (c *Cluster) WaitReady(t testing.TB) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	clients := make([]*redis.Client, len(c.nodes))
-	for i, n := range c.nodes {
+	nodes := c.live()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
 		clients[i] = redis.NewClient(n.clientOptions())
 		defer clients[i].Close()
 	}
 	for {
-		err := c.ready(ctx, clients)
+		err := c.ready(ctx, nodes, clients)
+		if err == nil && len(c.replicas) > 0 {
+			err = c.replicasInSync(ctx, nodes, clients)
+		}
 		if err == nil {
 			return
 		}
@@ -77,39 +81,41 @@ func (s *Server) NodeID(ctx context.Context) (string, error) {
 
 // SlotOf returns the hash slot of key, computed by Redis (CLUSTER KEYSLOT).
 func (c *Cluster) SlotOf(ctx context.Context, key string) (int, error) {
-	cl := redis.NewClient(c.nodes[0].clientOptions())
+	live := c.live()
+	if len(live) == 0 {
+		return 0, errors.New("no node of the cluster is running")
+	}
+	cl := redis.NewClient(live[0].clientOptions())
 	defer cl.Close()
 	slot, err := cl.ClusterKeySlot(ctx, key).Result()
 	return int(slot), err
 }
 
-// Owner returns the master that serves slot, as the first node sees it
-// (CLUSTER SHARDS, Redis 7).
+// Owner returns the master that serves slot, as the first live node sees
+// it (CLUSTER SLOTS, which lists a range's master first; CLUSTER SHARDS
+// of Redis 7.4 may still call a promoted replica a replica).
 func (c *Cluster) Owner(ctx context.Context, slot int) (*Server, error) {
-	cl := redis.NewClient(c.nodes[0].clientOptions())
+	live := c.live()
+	if len(live) == 0 {
+		return nil, errors.New("no node of the cluster is running")
+	}
+	cl := redis.NewClient(live[0].clientOptions())
 	defer cl.Close()
-	shards, err := cl.ClusterShards(ctx).Result()
+	//lint:ignore SA1019 CLUSTER SHARDS of Redis 7.4 did not name the promoted replica master in our tests; CLUSTER SLOTS did
+	slots, err := cl.ClusterSlots(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
-	for _, sh := range shards {
-		for _, r := range sh.Slots {
-			if int64(slot) < r.Start || int64(slot) > r.End {
-				continue
-			}
-			for _, sn := range sh.Nodes {
-				if sn.Role != "master" {
-					continue
-				}
-				addr := net.JoinHostPort(sn.IP, strconv.FormatInt(sn.Port, 10))
-				for _, n := range c.nodes {
-					if n.Addr() == addr {
-						return n, nil
-					}
-				}
-				return nil, fmt.Errorf("slot %d is served by %s, not one of ours", slot, addr)
+	for _, r := range slots {
+		if slot < r.Start || slot > r.End || len(r.Nodes) == 0 {
+			continue
+		}
+		for _, n := range c.all() {
+			if n.Addr() == r.Nodes[0].Addr {
+				return n, nil
 			}
 		}
+		return nil, fmt.Errorf("slot %d is served by %s, not one of ours", slot, r.Nodes[0].Addr)
 	}
 	return nil, fmt.Errorf("slot %d is not served", slot)
 }

@@ -15,6 +15,11 @@
 //
 // StartCluster starts three masters with all 16384 slots assigned and
 // waits until the cluster is usable from a redis.ClusterClient.
+// StartClusterWithReplicas adds a replica to each master, and
+// StartSentinel starts a primary, two replicas and three Sentinels (the
+// same binary, run with --sentinel); on both, KillMaster SIGKILLs a
+// master and Failover.WaitPromoted waits for its replica's promotion and
+// says when it was first seen.
 //
 // The redis-server binary is $REDIS_SERVER when set (a path, or a name on
 // PATH), else redis-server on PATH. Start, StartCluster and StartTLS all

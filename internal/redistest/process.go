@@ -138,3 +138,19 @@ func (s *Server) logTail() string {
 	}
 	return b.String()
 }
+
+// running reports whether the process is up (neither killed nor exited
+// on its own since it started).
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}

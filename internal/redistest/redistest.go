@@ -75,6 +75,25 @@ func Start(t testing.TB, extraArgs ...string) *Server {
 
 func startLocal(t testing.TB, bin string, cluster bool, extraArgs []string) *Server {
 	t.Helper()
+	return startProcess(t, bin, func(s *Server, ports []int) {
+		s.args = append(s.args, "--save", "", "--appendonly", "no")
+		if cluster {
+			// An explicit bus port avoids needing port+10000 free as well.
+			s.busPort = ports[1]
+			s.args = append(s.args, "--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
+				"--cluster-node-timeout", "2000",
+				"--cluster-port", strconv.Itoa(s.busPort))
+		}
+		s.args = append(s.args, extraArgs...)
+	})
+}
+
+// startProcess starts bin on a free port with the options every server
+// shares, then those that more appends to s.args (ports[1] is a second
+// free port, for a cluster bus), retrying when the port was taken meanwhile.
+func startProcess(t testing.TB, bin string, more func(s *Server, ports []int)) *Server {
+	t.Helper()
 	// TempDir first: cleanups run LIFO, so the process dies before its dir is removed.
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	t.Cleanup(s.stop)
@@ -86,17 +105,8 @@ func startLocal(t testing.TB, bin string, cluster bool, extraArgs []string) *Ser
 			"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 			"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
 			"--daemonize", "no", "--protected-mode", "no",
-			"--save", "", "--appendonly", "no",
 		}
-		if cluster {
-			// An explicit bus port avoids needing port+10000 free as well.
-			s.busPort = ports[1]
-			s.args = append(s.args, "--cluster-enabled", "yes",
-				"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
-				"--cluster-node-timeout", "2000",
-				"--cluster-port", strconv.Itoa(s.busPort))
-		}
-		s.args = append(s.args, extraArgs...)
+		more(s, ports)
 		s.opts = &redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))}
 		if err = s.launch(readyTimeout); !errors.Is(err, errPortInUse) {
 			break

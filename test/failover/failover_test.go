@@ -1,0 +1,133 @@
+package failover_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/heal"
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
+)
+
+// servers is how many web servers the app runs, each with its own client.
+const servers = 2
+
+// The master that owns a queue's slot (and its drain's lock) is SIGKILLed
+// while two servers enqueue continuously and drain the queue with stolen
+// work, through ClusterClients left at go-redis's defaults; its replica is
+// promoted. See the package doc for what is counted.
+func TestClusterMasterKilledMidEnqueueAndDrain(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterWithReplicas(t)
+	ctx := testrig.Context(t, 30*time.Second)
+	prefix := redistest.Prefix(t)
+	const queueName = "orders"
+	slot, err := c.SlotOf(ctx, "{"+prefix+":q:"+queueName+"}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := c.Owner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The drain's lock on the same master, so that the failover takes it too.
+	drainName := ""
+	for i := 0; drainName == ""; i++ {
+		name := fmt.Sprintf("drain-%d", i)
+		s, err := c.SlotOf(ctx, prefix+":lock:"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, err := c.Owner(ctx, s); err == nil && o == owner {
+			drainName = name
+		}
+	}
+	clients := make([]redis.UniversalClient, servers)
+	for i := range clients {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		t.Cleanup(func() { _ = cc.Close() })
+		clients[i] = cc
+	}
+	a := newApp(t, prefix, queueName, drainName, clients)
+	failover(t, a, func() *redistest.Failover { return c.KillMaster(t, slot) })
+	var reloads []uint64
+	for _, cl := range clients {
+		reloads = append(reloads, heal.Reloads(cl))
+	}
+	t.Logf("slot map reloads asked per client: %v", reloads)
+}
+
+// The same with a primary, two replicas and three Sentinels, through
+// go-redis's failover clients left at their defaults.
+func TestSentinelMasterKilledMidEnqueueAndDrain(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartSentinel(t)
+	clients := make([]redis.UniversalClient, servers)
+	for i := range clients {
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster, SentinelAddrs: s.Addrs()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		clients[i] = rdb
+	}
+	a := newApp(t, redistest.Prefix(t), "orders", "drain", clients)
+	failover(t, a, func() *redistest.Failover { return s.KillMaster(t) })
+}
+
+// failover kills the master once the app is well under way, waits for
+// the promotion, then for an enqueue and a stolen slice to succeed again,
+// lets the app run on a little, drains the queue and counts.
+func failover(t *testing.T, a *app, kill func() *redistest.Failover) {
+	t.Helper()
+	testrig.Eventually(t, 60*time.Second, "the app under way: 1,500 enqueues acknowledged, 300 items drained", func() bool {
+		acked, handled := a.counts()
+		return acked >= 1500 && handled >= 300
+	}, a.describe)
+	ackedAtKill, handledAtKill := a.counts()
+	f := kill()
+	promoted, promotedAt := f.WaitPromoted(t, 30*time.Second)
+
+	var enqueued, stolen time.Time
+	testrig.Eventually(t, 60*time.Second, "an enqueue and a stolen slice to succeed after the kill", func() bool {
+		var ok1, ok2 bool
+		enqueued, ok1 = a.firstEnqueueAfter(f.KilledAt)
+		stolen, ok2 = a.firstSliceAfter(f.KilledAt)
+		return ok1 && ok2
+	}, a.describe)
+	// A little more of both, on the new master.
+	acked, _ := a.counts()
+	testrig.Eventually(t, 30*time.Second, "200 more enqueues", func() bool { n, _ := a.counts(); return n >= acked+200 }, a.describe)
+	a.drained(t, 90*time.Second)
+	redelivered := a.check(t)
+	ackedEnd, handledEnd := a.counts()
+
+	toEnqueue, toSlice := enqueued.Sub(promotedAt), stolen.Sub(promotedAt)
+	t.Logf("%s killed after %d acknowledged enqueues and %d items drained; %s promoted %v later",
+		f.Old.Addr(), ackedAtKill, handledAtKill, promoted.Addr(), promotedAt.Sub(f.KilledAt).Round(time.Millisecond))
+	t.Logf("from the promotion: first enqueue %v, first stolen slice %v; %d enqueues failed meanwhile (never acknowledged)",
+		toEnqueue.Round(time.Millisecond), toSlice.Round(time.Millisecond), a.enqueueFailed.Load())
+	a.mu.Lock()
+	again := a.again
+	a.mu.Unlock()
+	t.Logf("in all %d acknowledged enqueues, 0 lost (checked above), %d items handled; %d handler calls were redeliveries, "+
+		"%d of them of an item whose slice had settled it; %d of %d requests failed; %d drain slices began while another ran",
+		ackedEnd, handledEnd, redelivered, again, a.failed.Load(), a.requests.Load(), a.overlaps.Load())
+
+	if n := a.failed.Load(); n != 0 {
+		t.Errorf("%d of %d requests failed: stolen work must never fail a request", n, a.requests.Load())
+	}
+	// The slices are 100ms long; the failover takes seconds: a lock lost
+	// with the master cannot let a second slice start beside the first.
+	if n := a.overlaps.Load(); n != 0 {
+		t.Errorf("%d drain slices began while another ran", n)
+	}
+	// Targets are a few seconds (see the log line); the bounds hold on a
+	// loaded machine and still fail a client left at its 60s slot-map reload.
+	if toEnqueue > 15*time.Second {
+		t.Errorf("the first enqueue came %v after the promotion, want within seconds", toEnqueue)
+	}
+	if toSlice > 20*time.Second {
+		t.Errorf("the first stolen slice came %v after the promotion, want within seconds", toSlice)
+	}
+}
