@@ -12,6 +12,9 @@ func (r *report) charts() map[string]chart {
 	if len(r.cost) > 0 {
 		c := chart{Title: "Fast exits: p99 latency vs request rate (one service)", XLabel: "requests per second (log)", YLabel: "p99 latency, ms (log)", LogX: true, LogY: true}
 		for _, v := range variants {
+			if v.topOnly() {
+				continue // one point: the pressure table shows it
+			}
 			s := series{Name: v.Label, Points: true, Dashed: v.Key == "in-0.01" || v.Key == "in-1"}
 			for _, row := range r.cost {
 				if row.Variant.Key == v.Key {

@@ -15,6 +15,11 @@ type variant struct {
 	args       []string
 }
 
+// topOnly reports whether v runs at the highest (saturating) rate only.
+func (v variant) topOnly() bool {
+	return slices.ContainsFunc(gateTwins, func(t [3]string) bool { return t[1] == v.Key || t[2] == v.Key })
+}
+
 // variants: "none" first, the control second and "bg-0.01" fourth (the
 // progress line reads them by place).
 var variants = []variant{
@@ -29,7 +34,17 @@ var variants = []variant{
 	{"in-1", "rate 1.0, inline", []string{"-mw", "job", "-rate", "1", "-inline"}},
 	{"bg-0.01-cpu", "rate 0.01, background, CPU job", []string{"-mw", "job", "-rate", "0.01", "-job", "cpu"}},
 	{"bg-1-cpu", "rate 1.0, background, CPU job", []string{"-mw", "job", "-rate", "1", "-job", "cpu"}},
+	// Every row above runs with the pressure gate at its default; these
+	// are their twins without it, at the saturating rate, where it acts.
+	{"bg-0.01-nogate", "rate 0.01, background, pressure gate off", []string{"-mw", "job", "-rate", "0.01", "-pressure", "-1ns"}},
+	{"bg-1-cpu-nogate", "rate 1.0, background, CPU job, pressure gate off", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "-1ns"}},
+	{"bg-0.01-strict", "rate 0.01, background, pressure 250µs", []string{"-mw", "job", "-rate", "0.01", "-pressure", "250us"}},
+	{"bg-1-cpu-strict", "rate 1.0, background, CPU job, pressure 250µs", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "250us"}},
 }
+
+// gateTwins groups each variant (the gate at its default) with its twins
+// without the gate and with a stricter one, run at the saturating rate only.
+var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}}
 
 // costRow is one variant at one request rate: throughput is the median
 // across rounds, latencies are quantiles of all rounds' requests pooled.
@@ -45,6 +60,8 @@ type costRow struct {
 	P99RatioMin  float64 // the rounds' own ratios, lowest and highest
 	P99RatioMax  float64
 	SlicesPerSec float64 // slices the variant's job ran, over the whole experiment
+	Ran          uint64  // slices that ran during this rate's runs
+	Pressured    uint64  // slices the pressure gate held back during this rate's runs
 }
 
 // costPlan sizes experiment 1.
@@ -72,15 +89,26 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 	g := newLoadGen()
 	defer g.close()
 	results := map[[2]int][]loadResult{} // variant, rate → rounds
+	slicesAt := map[[2]int][2]uint64{}   // variant, rate → slices ran, held back by pressure
+	last := make([][2]uint64, len(variants))
 	began := time.Now()
 	for r := range rounds {
 		for ri, rate := range rates {
-			for vi := range variants {
+			for vi, v := range variants {
+				if v.topOnly() && ri != len(rates)-1 {
+					continue
+				}
 				res, err := g.run(ctx, []string{procs[vi].addr}, rate, warmup, window)
 				if err != nil {
 					return err
 				}
 				results[[2]int{vi, ri}] = append(results[[2]int{vi, ri}], res)
+				if st, err := fetchStats(ctx, procs[vi].addr); err == nil && len(st.Jobs) > 0 {
+					now := [2]uint64{st.Jobs[0].Slices, st.Jobs[0].Pressured}
+					sum := slicesAt[[2]int{vi, ri}]
+					slicesAt[[2]int{vi, ri}] = [2]uint64{sum[0] + now[0] - last[vi][0], sum[1] + now[1] - last[vi][1]}
+					last[vi] = now
+				}
 			}
 			logf("cost: round %d/%d at %v req/s: p99 none %v, control %v, bg-0.01 %v", r+1, rounds, rate,
 				results[[2]int{0, ri}][r].P99.Round(time.Microsecond), results[[2]int{1, ri}][r].P99.Round(time.Microsecond),
@@ -92,8 +120,12 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 		base := results[[2]int{0, ri}]
 		for vi, v := range variants {
 			rs := results[[2]int{vi, ri}]
+			if len(rs) == 0 {
+				continue // a variant of the top rate only
+			}
 			row := costRow{Variant: v, Rate: rate, Rounds: len(rs),
 				Throughput: medianF(rs, func(l loadResult) float64 { return l.Throughput }),
+				Ran:        slicesAt[[2]int{vi, ri}][0], Pressured: slicesAt[[2]int{vi, ri}][1],
 			}
 			pooled := pool(rs)
 			row.P50, row.P99, row.P999 = pooled.quantile(0.50), pooled.quantile(0.99), pooled.quantile(0.999)

@@ -175,6 +175,7 @@ func (r *report) markdown() string {
 		p("**Quick run (`-quick`): short windows, for development only; not figures to quote.**")
 	}
 	r.costSection(p)
+	r.pressureSection(p)
 	r.redisSection(p)
 	r.healthSection(p)
 	r.scaleSection(p)
@@ -231,6 +232,43 @@ func (r *report) costSection(p func(string, ...any)) {
 	}
 	p("Target: p99 of fast exits with a job at rate 0.01 in background mode within 5 %% of no middleware (p99 / none ≤ 1.05): %s; %s. The control, the same service without middleware in a second process, reads %s.",
 		strings.Join(parts, ", "), verdict, strings.Join(floor, ", "))
+}
+
+// pressureSection compares, at the saturating rate, each variant (the
+// pressure gate at its default) with its twin without the gate.
+func (r *report) pressureSection(p func(string, ...any)) {
+	top := map[string]costRow{}
+	for _, c := range r.cost {
+		if rates, _, _, _ := costPlan(r.opts.quick); c.Rate == rates[len(rates)-1] {
+			top[c.Variant.Key] = c
+		}
+	}
+	control, ok := top["control"]
+	if !ok {
+		return
+	}
+	p("")
+	p("### Under pressure: the pressure gate")
+	p("")
+	p("The same experiment, at its saturating rate (%s req/s): each variant with the pressure gate at its default (`Config.Pressure` 1ms: a slice does not start while the p99 of the Go scheduler's latencies is 1 ms or more; every row above has it) next to its twins without it (`Pressure: -1`) and with a stricter one (`Pressure: 250µs`), loaded in the same rounds. \"ran\" and \"held back\" count the job's slices during that rate's runs (`JobStats.Slices`, `JobStats.Pressured`); a held-back slice is not lost, its job is drawn again later. The target is the control's own ratio plus 5 %%: no further from the first process than the machine's noise floor. (`%s`)", num(control.Rate), r.command())
+	p("")
+	p("| variant | pressure gate | p99 | p99.9 | p99 / none | control's p99 / none | target met | slices ran | slices held back |")
+	p("|---|---|---|---|---|---|---|---|---|")
+	for _, twin := range gateTwins {
+		for i, key := range twin {
+			c, ok := top[key]
+			if !ok {
+				continue
+			}
+			gate := []string{"on (1ms, the default)", "off", "on (250µs)"}[i]
+			met := "no"
+			if c.P99Ratio <= control.P99Ratio+0.05 {
+				met = "yes"
+			}
+			p("| %s | %s | %s | %s | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) | %s | %d | %d |", c.Variant.Label, gate, ms(c.P99), ms(c.P999),
+				c.P99Ratio, c.P99RatioMin, c.P99RatioMax, control.P99Ratio, control.P99RatioMin, control.P99RatioMax, met, c.Ran, c.Pressured)
+		}
+	}
 }
 
 func (r *report) redisSection(p func(string, ...any)) {

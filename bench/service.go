@@ -46,6 +46,7 @@ type serviceFlags struct {
 	work   time.Duration
 	job    string // wait | cpu
 	idle   time.Duration
+	press  time.Duration
 }
 
 func (f *serviceFlags) register(fs *flag.FlagSet) {
@@ -57,6 +58,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.work, "work", 20*time.Millisecond, "service: length of one slice of the job (-mw job)")
 	fs.StringVar(&f.job, "job", "wait", "service: what the job's slice does for -work: wait (like Redis-bound work) or cpu (burns a core)")
 	fs.DurationVar(&f.idle, "idle", 0, "service: recruiter.Config.IdleFallback")
+	fs.DurationVar(&f.press, "pressure", 0, "service: recruiter.Config.Pressure (0: its default; negative: the gate off)")
 }
 
 // serviceStats is what a service or daemon reports on GET /stats.
@@ -151,7 +153,7 @@ func runService(role string, f serviceFlags) error {
 		go func() { defer close(loopDone); daemonLoop(ctx, q, w) }()
 	case f.mw == "none":
 	default:
-		rec, err = recruiter.New(lockRDB, recruiter.Config{Prefix: f.prefix, Inline: f.inline, IdleFallback: f.idle})
+		rec, err = recruiter.New(lockRDB, recruiter.Config{Prefix: f.prefix, Inline: f.inline, IdleFallback: f.idle, Pressure: f.press})
 		if err != nil {
 			return err
 		}

@@ -40,13 +40,14 @@ func (a *app) registerJobs() error {
 	if err != nil {
 		return err
 	}
+	// Every alone: the recruiter paces each job, whatever the traffic.
 	return errors.Join(
-		a.rec.Register(drain, recruiter.JobConfig{Rate: 0.2, Budget: 100 * time.Millisecond}),
-		a.rec.Register(tidy, recruiter.JobConfig{Rate: 0.05, Every: 2 * time.Second}),
-		a.rec.Register(promote, recruiter.JobConfig{Rate: 0.05, Every: time.Second}),
-		a.rec.Register(evict, recruiter.JobConfig{Rate: 0.05, Every: time.Second}),
+		a.rec.Register(drain, recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 500 * time.Millisecond}),
+		a.rec.Register(tidy, recruiter.JobConfig{Every: 2 * time.Second}),
+		a.rec.Register(promote, recruiter.JobConfig{Every: time.Second}),
+		a.rec.Register(evict, recruiter.JobConfig{Every: time.Second}),
 		a.rec.Register(recruiter.Func("refresh-popular", a.refreshPopular),
-			recruiter.JobConfig{Rate: 0.02, Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
+			recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
 	)
 }
 

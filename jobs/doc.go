@@ -4,7 +4,7 @@
 //
 //	q, err := queue.New(rdb, "thumbnails", queue.Config{})
 //	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{})
-//	err = rec.Register(tidy, recruiter.JobConfig{Rate: 0.01, Every: 10 * time.Second})
+//	err = rec.Register(tidy, recruiter.JobConfig{Every: 10 * time.Second})
 //
 // # The jobs
 //

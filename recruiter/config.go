@@ -39,6 +39,9 @@ const (
 // while a fleet serves traffic; a week is already a cron job's territory.
 const everyMax = 7 * 24 * time.Hour
 
+// pauseMax bounds [Recruiter.Pause]: a longer pause is a job to remove.
+const pauseMax = 30 * 24 * time.Hour
+
 // Errors returned by [New] and [Recruiter.Register]; they wrap a message
 // naming the field.
 var (
@@ -76,6 +79,15 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 	// Prefix starts every Redis key the recruiter writes. Default "worksteal".
 	Prefix string
+	// Pressure is the scheduling latency at which this process counts as
+	// busy: a slice does not start while the 99th percentile of the time
+	// its goroutines waited for a CPU (runtime/metrics'
+	// /sched/latencies:seconds, over the last 100ms or more) is at least
+	// Pressure. The slice is dismissed before any Redis call and counted in
+	// [JobStats].Pressured; the job is drawn again later, and one held back
+	// for 10s since it last passed the gate runs anyway. Default 1ms; from
+	// 100µs to 1s; negative: off.
+	Pressure time.Duration
 	// RedisTimeout bounds each of the recruiter's own Redis calls (lock,
 	// release, cooldown). Default 500ms.
 	RedisTimeout time.Duration
@@ -87,6 +99,10 @@ type Config struct {
 	// breaker, the idle fallback and LastRun.
 	roll func() float64
 	now  func() time.Time
+
+	// pressureRead replaces the scheduler reading of the pressure gate: the
+	// p99 it returns, and false for "too few events to judge".
+	pressureRead func() (p99 time.Duration, ok bool)
 }
 
 func init() {
@@ -101,6 +117,7 @@ func (c Config) withDefaults() Config {
 	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, breakerCooldownDefault)
 	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, breakerThresholdDefault)
 	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, maxConcurrentDefault)
+	c.Pressure = cmp.Or(c.Pressure, pressureDefault)
 	c.Prefix = cmp.Or(c.Prefix, prefixDefault)
 	c.RedisTimeout = cmp.Or(c.RedisTimeout, redisTimeoutDefault)
 	if c.Logger == nil {
@@ -131,6 +148,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: IdleFallback %v is neither 0 (off) nor at least %v", ErrInvalidConfig, c.IdleFallback, idleFallbackMin)
 	case c.MaxConcurrent < 0 || c.MaxConcurrent > maxConcurrentMax:
 		return fmt.Errorf("%w: MaxConcurrent %d is not in [0, %d]", ErrInvalidConfig, c.MaxConcurrent, maxConcurrentMax)
+	case c.Pressure > 0 && (c.Pressure < pressureMin || c.Pressure > pressureMax):
+		return fmt.Errorf("%w: Pressure %v is neither negative (off) nor in [%v, %v]", ErrInvalidConfig, c.Pressure, pressureMin, pressureMax)
 	case c.RedisTimeout < 0 || c.RedisTimeout > redisTimeoutMax:
 		return fmt.Errorf("%w: RedisTimeout %v is not in [0, %v]", ErrInvalidConfig, c.RedisTimeout, redisTimeoutMax)
 	}
@@ -140,22 +159,35 @@ func (c Config) validate() error {
 	return nil
 }
 
-// JobConfig configures one job at [Recruiter.Register].
+// JobConfig configures one job at [Recruiter.Register]. Set Every, and
+// the recruiter paces the job itself; or set Rate, a fixed share of
+// enlistments, for the Internet Archive's semantics.
 type JobConfig struct {
 	// Budget is the most time one slice may take: its context's deadline.
 	// The job's lock lives a little longer: budget + max(budget/2, 250ms).
 	// Default 50ms; from 1ms to 1m.
 	Budget time.Duration
-	// Every, when positive, makes the job run at most once per Every across
-	// all processes: after a slice that reports no More, the job's lock
-	// stays in Redis as a cooldown until Every has passed since the slice
-	// began. Default 0: the lock is released after each slice. (If Redis
-	// fails just as the cooldown is set, the key keeps only the lock's
-	// TTL, and the job may run again sooner, once.) At most a week.
+	// Every is how often the job should run, fleet-wide; at most a week.
+	//
+	// Without Rate (automatic pace), the job runs about once per Every,
+	// whatever the traffic and the number of processes: once in each
+	// Every-long slot of Redis's clock at most, so at most window/Every + 1
+	// times in any window, and in nearly every slot while the fleet
+	// enlists ten times per Every or more. Two runs may come closer than
+	// Every across a slot's boundary. A slice that reports More is
+	// continued at once, at a pace that rises with the backlog.
+	//
+	// With Rate, the job runs at most once per Every: after a slice that
+	// reports no More, the job's lock stays in Redis as a cooldown until
+	// Every has passed since the slice began. (If Redis fails just as the
+	// cooldown is set, the key keeps only the lock's TTL, and the job may
+	// run again sooner, once.) Zero: the lock is released after each
+	// slice.
 	Every time.Duration
-	// Rate is the share of enlistments that draw this job, in (0, 1]. The
-	// rates of all jobs of a recruiter sum to at most 1; the rest of each
-	// roll is "dismissed".
+	// Rate, when set, is the fixed share of enlistments that draw this job,
+	// in (0, 1]. The rates of all jobs of a recruiter sum to at most 1; the
+	// rest of each roll goes to automatically paced jobs, or is
+	// "dismissed". Zero: automatic pace, which needs Every.
 	Rate float64
 }
 
@@ -164,9 +196,15 @@ func (c JobConfig) withDefaults() JobConfig {
 	return c
 }
 
+// autoEveryMin bounds Every under automatic pace: its slots are counted in
+// Redis milliseconds.
+const autoEveryMin = 10 * time.Millisecond
+
 func (c JobConfig) validate(job string) error {
 	switch {
-	case math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > 1:
+	case c.Rate == 0 && c.Every == 0:
+		return fmt.Errorf("%w %q: set Every (how often the job should run: the recruiter paces it) or Rate (a fixed share of enlistments)", ErrInvalidJob, job)
+	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > 1:
 		return fmt.Errorf("%w %q: Rate %v is not in (0, 1]", ErrInvalidJob, job, c.Rate)
 	case c.Budget < budgetMin:
 		return fmt.Errorf("%w %q: Budget %v is below %v", ErrInvalidJob, job, c.Budget, budgetMin)
@@ -176,6 +214,8 @@ func (c JobConfig) validate(job string) error {
 		return fmt.Errorf("%w %q: Every %v is negative", ErrInvalidJob, job, c.Every)
 	case c.Every > everyMax:
 		return fmt.Errorf("%w %q: Every %v is above %v", ErrInvalidJob, job, c.Every, everyMax)
+	case c.Rate == 0 && c.Every < autoEveryMin:
+		return fmt.Errorf("%w %q: Every %v is below %v, the least the recruiter paces", ErrInvalidJob, job, c.Every, autoEveryMin)
 	}
 	return nil
 }

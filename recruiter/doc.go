@@ -27,8 +27,10 @@
 // A drawn job runs only if this process can run it now: it is not cooling
 // off locally (after finding its lock held, or after running it), the
 // circuit breaker is closed, and one of [Config.MaxConcurrent] slots is
-// free; otherwise the draw is dismissed, never queued. The slice then takes
-// the job's Redis lock ({prefix}:lock:{job}, one SET NX PX), without
+// free; otherwise the draw is dismissed, never queued. Just before Redis,
+// a slice is held back while its process is busy ([Config.Pressure]), to
+// be drawn again later. The slice then takes
+// the job's Redis lock ({prefix}:lock:{job}, one script call), without
 // retry: a lock held elsewhere means "skipped", never "wait". The slice's
 // context ends at [JobConfig.Budget], before the lock expires (budget +
 // max(budget/2, 250ms)). After the slice, a [Report] with More releases

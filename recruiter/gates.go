@@ -13,12 +13,17 @@ type entry struct {
 	cfg  JobConfig
 	lock jobLock
 
+	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
 	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
 	backlog     atomic.Bool  // the last slice here reported More: the idle fallback continues it
 	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
+	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
+	pace        pace         // automatic pace: when this process visits the job's lock
 	stats       jobStats
+
+	pressurePassed atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
 }
 
 // newEntry takes the name validated at registration: Name is called once.
@@ -27,8 +32,10 @@ func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time)
 		job:  job,
 		name: name,
 		cfg:  cfg,
-		lock: jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget)},
+		lock: newJobLock(prefix, name, cfg),
 	}
+	e.share.Store(cfg.Rate) // reshare gives automatic jobs theirs
+	e.pace.planned.Store(now.UnixNano())
 	e.lastAttempt.Store(now.UnixNano())
 	e.stats.durations.init()
 	return e
@@ -41,7 +48,15 @@ func (e *entry) coolingOff(now time.Time) bool {
 	return now.UnixNano() < e.coolUntil.Load()
 }
 
-func (e *entry) coolOff(until time.Time) { e.coolUntil.Store(until.UnixNano()) }
+// coolOff makes this process leave e alone until then; the zero time ends
+// a cool-off.
+func (e *entry) coolOff(until time.Time) {
+	if until.IsZero() {
+		e.coolUntil.Store(0)
+		return
+	}
+	e.coolUntil.Store(until.UnixNano())
+}
 
 // breaker stops recruitment from touching Redis after threshold consecutive
 // failures, for cooldown; then a single slice probes, and its success

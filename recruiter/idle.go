@@ -24,7 +24,7 @@ func (r *Recruiter) idleLoop() {
 		for _, e := range r.jobs.Load().entries {
 			idle := now.Sub(time.Unix(0, e.lastAttempt.Load()))
 			if (idle >= r.cfg.IdleFallback || e.backlog.Load()) && r.open(e) {
-				r.start(context.Background(), e, nil, false)
+				r.start(context.Background(), e, 1, nil, false)
 			}
 		}
 	}

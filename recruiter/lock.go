@@ -6,28 +6,44 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// A job's lock is one Redis string, {prefix}:lock:{job}. Its value is the
-// token of the slice that runs the job, or restValue while the job rests
-// (its cluster-wide cooldown, or an operator's pause). Every assumption
-// about that key lives in this file: taking it is one SET NX PX; every
-// other step is a script that compares the value before it acts.
+// A job's lock is one Redis hash, {prefix}:lock:{job}: the token of the
+// slice that runs the job and until when it holds, until when the job
+// rests or is paused, and, with automatic pace, the slot last taken and
+// the pacer's count of visits (lock_acquire.lua says each field). Every
+// assumption about that key lives in this file, and every step is a
+// script that reads before it acts, with times from Redis's clock.
 type jobLock struct {
-	key string
-	ttl time.Duration // of a running slice's lock: lockTTL(budget)
+	key   string
+	ttl   time.Duration // of a running slice's lock: lockTTL(budget)
+	every time.Duration
+	auto  bool          // automatic pace: the job runs once per slot of Every
+	phase time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
 }
 
-// restValue marks a resting job; tokens are 26 base32 characters, so they
-// never equal it.
-const restValue = "cooldown"
+func newJobLock(prefix, name string, cfg JobConfig) jobLock {
+	l := jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), every: cfg.Every, auto: cfg.Rate == 0}
+	if l.auto {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		l.phase = time.Duration(h.Sum64()%uint64(cfg.Every.Milliseconds())) * time.Millisecond
+	}
+	return l
+}
 
-// The scripts are read-only or compare-and-act; Run rather than RunRO, as
+// The scripts compare before they act; Run rather than RunRO, as
 // EVALSHA_RO needs Redis 7 and the recruiter works with 6.2 too.
 var (
+	//go:embed lock_acquire.lua
+	acquireSource string
+	acquireScript = redis.NewScript(acquireSource)
+
 	//go:embed lock_refresh.lua
 	refreshSource string
 	refreshScript = redis.NewScript(refreshSource)
@@ -40,9 +56,9 @@ var (
 	restSource string
 	restScript = redis.NewScript(restSource)
 
-	//go:embed lock_probe.lua
-	probeSource string
-	probeScript = redis.NewScript(probeSource)
+	//go:embed lock_pause.lua
+	pauseSource string
+	pauseScript = redis.NewScript(pauseSource)
 )
 
 // errLockNotHeld: the lock was no longer this slice's (it expired, and
@@ -58,12 +74,89 @@ func lockTTL(budget time.Duration) time.Duration {
 	return budget + max(budget/2, 250*time.Millisecond)
 }
 
-// obtain takes the lock for a new slice and returns its token; ok is false
-// when the lock is held elsewhere.
-func (l jobLock) obtain(ctx context.Context, rdb redis.UniversalClient) (token string, ok bool, err error) {
+// lockState is what an acquire found.
+type lockState int
+
+const (
+	lockTaken   lockState = iota + 1 // the lock is ours: run the slice
+	lockRunning                      // a slice runs elsewhere
+	lockResting                      // the job rests: its cooldown, or its slot's run is taken
+	lockPaused                       // an operator paused the job
+)
+
+// grant is an acquire's answer: everything a process learns of the job on
+// the one round trip it makes.
+type grant struct {
+	state  lockState
+	wait   time.Duration // until the state ends; negative: never (a lock of an earlier version, without expiry)
+	left   time.Duration // automatic pace: until the current slot ends
+	fleet  float64       // automatic pace: the processes that visit, as counted; 0 while unknown
+	streak int           // automatic pace: slices in a row that reported a backlog
+	folds  int           // automatic pace: the slots the estimate has seen
+}
+
+// acquireKeep is how many slots a job's pace state outlives its last
+// visit, so that a lull does not make the fleet learn its pace anew.
+const acquireKeep = 8
+
+// acquire takes the lock for a new slice and returns its token, or says
+// why not; weight is what the visit adds to the pacer's count of the
+// fleet's processes (automatic pace).
+func (l jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64) (token string, g grant, err error) {
 	token = rand.Text()
-	ok, err = rdb.SetNX(ctx, l.key, token, l.ttl).Result()
-	return token, ok, err
+	auto, keep := "0", int64(0)
+	if l.auto {
+		auto, keep = "1", acquireKeep*max(l.every, l.ttl).Milliseconds()
+	}
+	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
+		auto, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep).Slice()
+	if err != nil {
+		return "", grant{}, err
+	}
+	if g, err = parseGrant(reply); err != nil {
+		return "", grant{}, fmt.Errorf("unexpected reply %v: %w", reply, err)
+	}
+	return token, g, nil
+}
+
+func parseGrant(reply []any) (grant, error) {
+	if len(reply) != 6 {
+		return grant{}, errors.New("not six values")
+	}
+	var n [3]int64
+	for i := range n {
+		v, ok := reply[i].(int64)
+		if !ok {
+			return grant{}, fmt.Errorf("value %d is not an integer", i)
+		}
+		n[i] = v
+	}
+	streak, ok := reply[4].(int64)
+	folds, isInt := reply[5].(int64)
+	est, isText := reply[3].(string)
+	if !ok || !isInt || !isText || n[0] < int64(lockTaken) || n[0] > int64(lockPaused) {
+		return grant{}, errors.New("malformed")
+	}
+	g := grant{state: lockState(n[0]), wait: bounded(n[1]), left: bounded(n[2]),
+		streak: int(min(max(streak, 0), 64)), folds: int(min(max(folds, 0), 99))}
+	if est != "" {
+		v, err := strconv.ParseFloat(est, 64)
+		if err != nil || !(v >= 0) {
+			return grant{}, fmt.Errorf("estimate %q", est)
+		}
+		g.fleet = v
+	}
+	return g, nil
+}
+
+// bounded turns milliseconds from Redis into a duration no longer than
+// pauseMax (the longest wait of ours), so that a TTL of centuries set by
+// hand cannot overflow the cool-off's unix nanoseconds; negative stays -1.
+func bounded(ms int64) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(min(ms, pauseMax.Milliseconds())) * time.Millisecond
 }
 
 // refresh gives a held lock ttl more to live.
@@ -71,14 +164,26 @@ func (l jobLock) refresh(ctx context.Context, rdb redis.Scripter, token string, 
 	return held(refreshScript.Run(ctx, rdb, []string{l.key}, token, ttl.Milliseconds()).Int64())
 }
 
-// release deletes a held lock.
-func (l jobLock) release(ctx context.Context, rdb redis.Scripter, token string) error {
-	return held(releaseScript.Run(ctx, rdb, []string{l.key}, token).Int64())
+// Marks of a release, for automatic pace.
+const (
+	releasePlain = ""     // nothing to say
+	releaseMore  = "more" // the slice left a backlog: its slot opens again
+	releaseDone  = "done" // a backlog streak ended
+)
+
+// release ends a held lock's slice.
+func (l jobLock) release(ctx context.Context, rdb redis.Scripter, token, mark string) error {
+	return held(releaseScript.Run(ctx, rdb, []string{l.key}, token, mark).Int64())
 }
 
-// rest turns a held lock into the job's cooldown for d.
+// rest ends a held lock's slice and lets the job rest for d, fleet-wide.
 func (l jobLock) rest(ctx context.Context, rdb redis.Scripter, token string, d time.Duration) error {
-	return held(restScript.Run(ctx, rdb, []string{l.key}, token, restValue, d.Milliseconds()).Int64())
+	return held(restScript.Run(ctx, rdb, []string{l.key}, token, d.Milliseconds()).Int64())
+}
+
+// pause pauses the job for d, fleet-wide; d == 0 resumes it.
+func (l jobLock) pause(ctx context.Context, rdb redis.Scripter, d time.Duration) error {
+	return pauseScript.Run(ctx, rdb, []string{l.key}, d.Milliseconds()).Err()
 }
 
 func held(n int64, err error) error {
@@ -86,29 +191,4 @@ func held(n int64, err error) error {
 		return errLockNotHeld
 	}
 	return err
-}
-
-// lockState is what a probe learns of a lock held elsewhere.
-type lockState int
-
-const (
-	lockGone    lockState = iota // released meanwhile
-	lockRunning                  // a slice runs
-	lockResting                  // the job rests
-)
-
-// probe reads why the lock is held and its time to live; pttl is negative
-// for a key without expiry (an operator's pause).
-func (l jobLock) probe(ctx context.Context, rdb redis.Scripter) (lockState, time.Duration, error) {
-	reply, err := probeScript.Run(ctx, rdb, []string{l.key}, restValue).Int64Slice()
-	if err == nil && (len(reply) != 2 || reply[0] < 0 || reply[0] > 2) {
-		err = fmt.Errorf("unexpected reply %v", reply)
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	// A TTL past everyMax is an operator's pause, not a slice or a
-	// cooldown of ours: the bound also keeps the milliseconds and the
-	// cool-off's unix nanoseconds from overflowing.
-	return lockState(reply[0]), time.Duration(min(reply[1], everyMax.Milliseconds())) * time.Millisecond, nil
 }

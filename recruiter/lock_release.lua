@@ -1,8 +1,18 @@
--- Release: delete the job's lock if it is still ours.
--- KEYS[1]: the job's lock key
+-- Release: end the slice that holds the job's lock, if it is still ours.
+-- KEYS[1]: the job's lock key (a hash: see lock_acquire.lua)
 -- ARGV[1]: our token
--- Returns 1 if deleted, 0 if the lock was no longer ours.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+-- ARGV[2]: 'more' (automatic pace: the slice left a backlog, so its slot
+-- opens again and the streak grows), 'done' (the streak ends), or ''
+-- Returns 1 if released, 0 if the lock was no longer ours.
+local key = KEYS[1]
+if redis.call('HGET', key, 'token') ~= ARGV[1] then
+  return 0
 end
-return 0
+redis.call('HDEL', key, 'token', 'held')
+if ARGV[2] == 'more' then
+  redis.call('HDEL', key, 'slot')
+  redis.call('HSET', key, 'streak', (tonumber(redis.call('HGET', key, 'streak')) or 0) + 1)
+elseif ARGV[2] == 'done' then
+  redis.call('HDEL', key, 'streak')
+end
+return 1

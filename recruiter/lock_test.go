@@ -223,10 +223,10 @@ func TestMoreReleasesTheLock(t *testing.T) {
 			t.Fatalf("after enlistment %d the backlog is %d, want %d", i+1, got, 2-i)
 		}
 	}
-	val, err := b.rdb.Get(ctx, "more:lock:drain").Result()
+	lock, err := b.rdb.HGetAll(ctx, "more:lock:drain").Result()
 	ttl := b.rdb.PTTL(ctx, "more:lock:drain").Val()
-	if err != nil || val != "cooldown" || ttl < 50*time.Second {
-		t.Fatalf("after the backlog the lock key = %q (%v), ttl %v; want the cooldown for ~1m", val, err, ttl)
+	if err != nil || lock["rest"] == "" || lock["token"] != "" || ttl < 50*time.Second {
+		t.Fatalf("after the backlog the lock key = %v (%v), ttl %v; want the cooldown (rest) for ~1m, no token", lock, err, ttl)
 	}
 	b.rec.Enlist(ctx)
 	if js := jobStats(t, b.rec, "drain"); js.Ran != 3 || js.Items != 3 || js.SkippedGate != 1 {
@@ -281,8 +281,8 @@ func TestLockOnCluster(t *testing.T) {
 	rdb := cluster.Client(t)
 	for i := range runs {
 		key := "cl:lock:job" + strconv.Itoa(i)
-		if v, _ := rdb.Get(context.Background(), key).Result(); v != "cooldown" {
-			t.Errorf("%s = %q, want the cooldown", key, v)
+		if v, _ := rdb.HGetAll(context.Background(), key).Result(); v["rest"] == "" || v["token"] != "" {
+			t.Errorf("%s = %v, want the cooldown (rest), no token", key, v)
 		}
 	}
 }

@@ -11,6 +11,7 @@ const (
 	OutcomeRan             Outcome = telemetry.OutcomeRan             // the slice ran and returned without error
 	OutcomeSkippedLocked   Outcome = telemetry.OutcomeSkippedLocked   // another node holds the job's lock
 	OutcomeSkippedCooldown Outcome = telemetry.OutcomeSkippedCooldown // the job ran within its Every, somewhere
+	OutcomeSkippedPaused   Outcome = telemetry.OutcomeSkippedPaused   // an operator paused the job, fleet-wide
 	OutcomeError           Outcome = telemetry.OutcomeError           // the slice (or the lock) returned an error
 	OutcomeTimeout         Outcome = telemetry.OutcomeTimeout         // the slice ran past its budget
 	OutcomePanic           Outcome = telemetry.OutcomePanic           // the slice panicked; recovered

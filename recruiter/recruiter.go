@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -31,17 +30,19 @@ type Recruiter struct {
 	closed   atomic.Bool
 
 	mu       sync.Mutex // guards registration and shutdown
+	shareMu  sync.Mutex // orders reshares
 	slices   sync.WaitGroup
 	stop     chan struct{} // closed by Shutdown: the idle loop stops
 	drained  chan struct{} // closed once every slice has ended after Shutdown
 	drainOne sync.Once
+
+	pressure *pressureGate // pressure.go: no slice starts while the process is busy
 }
 
 // roster is an immutable snapshot of the registered jobs: Register swaps
 // in a new one, so draws never take a lock.
 type roster struct {
-	entries    []*entry
-	cumulative []float64 // cumulative[i] = sum of rates of entries[:i+1]
+	entries []*entry
 }
 
 // New returns a Recruiter that keeps its locks in rdb. It starts no
@@ -63,6 +64,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		stop:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
+	r.pressure = newPressureGate(cfg.Pressure, cfg.pressureRead)
 	r.now = cfg.now
 	if r.now == nil {
 		// time.Since reads only the monotonic clock: half the cost of
@@ -71,6 +73,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		r.now = func() time.Time { return epoch.Add(time.Since(epoch)) }
 	}
 	r.jobs.Store(&roster{})
+	r.tel.observe(r) // the per-job gauges; unobserved at Shutdown
 	if cfg.IdleFallback > 0 {
 		r.slices.Add(1)
 		go r.idleLoop()
@@ -78,8 +81,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 	return r, nil
 }
 
-// Register adds job with its rate and budget. It is safe while requests are
-// being served. It returns an error wrapping [ErrInvalidJob],
+// Register adds job with its pace and budget. It is safe while requests
+// are being served. It returns an error wrapping [ErrInvalidJob],
 // [ErrDuplicateJob] or [ErrClosed] that names the offending field.
 func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	if job == nil {
@@ -100,31 +103,33 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 		return ErrClosed
 	}
 	old := r.jobs.Load()
-	total := 0.0
+	fixed, auto := cfg.Rate, cfg.Rate == 0
 	for _, e := range old.entries {
 		if e.name == name {
 			return fmt.Errorf("%w: %q is already registered", ErrDuplicateJob, name)
 		}
-		total += e.cfg.Rate
+		fixed += e.cfg.Rate
+		auto = auto || e.lock.auto
 	}
 	// A little slack so that, say, ten jobs at 0.1 are accepted.
-	if total+cfg.Rate > 1+1e-9 {
-		return fmt.Errorf("%w %q: Rate %v brings the sum of rates to %v, above 1", ErrInvalidJob, name, cfg.Rate, total+cfg.Rate)
+	switch {
+	case fixed > 1+1e-9:
+		return fmt.Errorf("%w %q: Rate %v brings the sum of rates to %v, above 1", ErrInvalidJob, name, cfg.Rate, fixed)
+	case auto && fixed > 1-1e-9:
+		return fmt.Errorf("%w %q: the fixed rates sum to %v, which leaves no share for the jobs without Rate", ErrInvalidJob, name, fixed)
 	}
 	e := newEntry(job, name, cfg, r.cfg.Prefix, r.now())
-	next := &roster{
-		entries:    append(old.entries[:len(old.entries):len(old.entries)], e),
-		cumulative: append(old.cumulative[:len(old.cumulative):len(old.cumulative)], math.Min(total+cfg.Rate, 1)),
-	}
-	r.jobs.Store(next)
+	r.jobs.Store(&roster{entries: append(old.entries[:len(old.entries):len(old.entries)], e)})
+	r.reshare()
 	return nil
 }
 
 // Draw is the result of one roll: a job (recruited) or none (dismissed).
 // It is a small value; the zero Draw is dismissed.
 type Draw struct {
-	r *Recruiter
-	e *entry
+	r     *Recruiter
+	e     *entry
+	share float64 // the chance this roll had of drawing e
 }
 
 // Recruited reports whether the roll picked a job that this process could
@@ -139,23 +144,24 @@ func (d Draw) Job() string {
 	return d.e.name
 }
 
-// Draw rolls once against the cumulative rates of the jobs: the first step
-// of the middleware's two-step form, taken before the handler. A dismissed
-// draw costs a few nanoseconds, allocates nothing and never touches Redis.
-// A job that this process knows it cannot run now (cooling off, breaker
+// Draw rolls once against the jobs' shares of enlistments (fixed rates,
+// and the shares automatic pace learnt): the first step of the
+// middleware's two-step form, taken before the handler. A dismissed draw
+// costs a few nanoseconds, allocates nothing and never touches Redis. A
+// job that this process knows it cannot run now (cooling off, breaker
 // open, all slice slots busy, shut down) is dismissed too.
 func (r *Recruiter) Draw() Draw {
-	jobs := r.jobs.Load()
 	roll := r.cfg.roll()
-	for i, c := range jobs.cumulative {
-		if roll < c {
-			e := jobs.entries[i]
+	sum := 0.0
+	for _, e := range r.jobs.Load().entries {
+		share := e.share.Load()
+		if sum += share; roll < sum {
 			if !r.open(e) {
 				e.stats.gatedAtDraw.Add(1) // one atomic: this is every request when a job cools off at rate 1
 				return Draw{}
 			}
 			e.stats.admitted.Add(1)
-			return Draw{r: r, e: e}
+			return Draw{r: r, e: e, share: share}
 		}
 	}
 	return Draw{}
@@ -200,11 +206,11 @@ func (d Draw) Finish(ctx context.Context, fastExit bool, flush func() error) {
 	case ctx == nil:
 		d.r.misused("Draw.Finish or Enlist called with a nil context")
 	case !d.r.cfg.Inline:
-		d.r.start(ctx, d.e, ctx.Done(), false)
+		d.r.start(ctx, d.e, d.share, ctx.Done(), false)
 	case flush != nil && flush() != nil:
-		d.r.start(ctx, d.e, ctx.Done(), false)
+		d.r.start(ctx, d.e, d.share, ctx.Done(), false)
 	default:
-		d.r.start(ctx, d.e, nil, true)
+		d.r.start(ctx, d.e, d.share, nil, true)
 	}
 }
 
@@ -246,8 +252,9 @@ const afterWaitMax = 5 * time.Second
 // start takes a slot and the job (one slice of a job per process at a
 // time), then, on the caller's goroutine (inline) or a new one once after
 // is closed, passes the gates again, as state may have changed since the
-// draw, and runs the slice.
-func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}, inline bool) {
+// draw, and runs the slice. share is the chance that the enlistment drew
+// e (1 for the idle fallback's).
+func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-chan struct{}, inline bool) {
 	e.lastAttempt.Store(r.now().UnixNano())
 	if !r.takeSlot() {
 		e.stats.gatedLater.Add(1)
@@ -270,7 +277,7 @@ func (r *Recruiter) start(ctx context.Context, e *entry, after <-chan struct{}, 
 			e.stats.gatedLater.Add(1)
 			return
 		}
-		hung = r.runSlice(ctx, e)
+		hung = r.runSlice(ctx, e, share)
 	}
 	if inline {
 		run()
@@ -304,11 +311,12 @@ func (r *Recruiter) waitFor(after <-chan struct{}) bool {
 	return !r.closed.Load()
 }
 
-// admit is the last gate before Redis: the cool-off, then the breaker,
-// whose probe it may claim, so nothing may stand between it and the slice.
+// admit is the last gate before Redis: the cool-off, the pressure gate,
+// then the breaker, whose probe it may claim, so nothing may stand between
+// it and the slice.
 func (r *Recruiter) admit(e *entry) bool {
 	now := r.now()
-	return !e.coolingOff(now) && r.breaker.admit(now)
+	return !e.coolingOff(now) && !r.pressed(e, now) && r.breaker.admit(now)
 }
 
 // takeSlot reserves one of MaxConcurrent slice slots and registers the
@@ -348,6 +356,7 @@ func (r *Recruiter) Shutdown(ctx context.Context) error {
 	if !r.closed.Load() {
 		r.closed.Store(true)
 		close(r.stop)
+		r.tel.unobserve()
 	}
 	r.mu.Unlock()
 	r.drainOne.Do(func() {

@@ -9,14 +9,16 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/heal"
 )
 
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
 // It reports whether the slice was left hung, its job still taken.
-func (r *Recruiter) runSlice(enlisting context.Context, e *entry) (hung bool) {
-	ctx, span := r.tel.start(context.WithoutCancel(enlisting), e.name, e.cfg.Rate)
-	res, hung := r.recruit(ctx, e)
+func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64) (hung bool) {
+	ctx, span := r.tel.start(context.WithoutCancel(enlisting), e.name, share)
+	res, hung := r.recruit(ctx, e, share)
 	r.tel.end(ctx, span, e.name, res)
 	e.stats.record(res, r.now())
 	return hung
@@ -26,18 +28,31 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry) (hung bool) {
 // its lock's TTL, when its budget and every margin are long spent.
 func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
 
-func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung bool) {
+func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res result, hung bool) {
+	var weight float64
+	if e.lock.auto {
+		weight = e.pace.weight(e.cfg.Every)
+	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	token, ok, err := e.lock.obtain(lctx, r.rdb)
+	token, g, err := e.lock.acquire(lctx, r.rdb, weight)
 	cancel()
-	switch {
-	case err != nil:
-		err = fmt.Errorf("recruiter: obtain lock %s: %w", e.lock.key, err)
+	if err != nil {
+		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
-	case !ok:
+	}
+	taken := r.now()
+	e.learn(g, taken)
+	// How long this process stays away; automatic pace plans its next
+	// visit no sooner.
+	until := taken.Add(e.holdOff(g))
+	if e.lock.auto {
+		until = e.pace.plan(g, e.cfg.Every, taken, until)
+	}
+	if g.state != lockTaken {
 		r.breaker.succeed()
-		return r.skip(ctx, e), false
+		e.coolOff(until)
+		return skipped(g), false
 	}
 	r.breaker.succeed()
 	stopGuard := r.guardLock(ctx, e, token)
@@ -51,7 +66,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung boo
 	select {
 	case res := <-ran:
 		stopGuard()
-		r.finish(ctx, e, token, res)
+		r.finish(ctx, e, token, g, taken, until, res)
 		return res, false
 	case <-timer.C:
 	}
@@ -67,7 +82,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry) (res result, hung boo
 		defer r.slices.Done()
 		res := <-ran
 		stopGuard()
-		r.finish(ctx, e, token, res)
+		r.finish(ctx, e, token, g, taken, until, res)
 		r.cfg.Logger.WarnContext(ctx, "worksteal: hung slice returned; the job can run again",
 			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.String("outcome", string(res.Outcome)))
 		r.hanging.Add(-1)
@@ -127,37 +142,34 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop
 	}
 }
 
-// skip learns why the lock was held and until when, and cools off locally
-// until then, so this process asks Redis again only when it could succeed.
-func (r *Recruiter) skip(ctx context.Context, e *entry) result {
-	pctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	defer cancel()
-	now := r.now()
-	state, pttl, err := e.lock.probe(pctx, r.rdb)
-	if err != nil {
-		r.redisFailed(ctx, e, fmt.Errorf("recruiter: probe lock %s: %w", e.lock.key, err))
-		e.coolOff(now.Add(e.lock.ttl))
-		return result{Outcome: OutcomeSkippedLocked}
-	}
-	r.breaker.succeed()
-	var wait time.Duration
+// holdOff is how long the acquire says this process cannot run the job,
+// so that it asks Redis again only when it could succeed.
+func (e *entry) holdOff(g grant) time.Duration {
 	switch {
-	case pttl < 0:
-		// A key without expiry (an operator pausing the job, say): not
-		// ours to judge; ask again after the longer of a lock's life and Every.
-		wait = max(e.lock.ttl, e.cfg.Every)
-	case state == lockResting:
-		wait = pttl
-	default:
+	case g.state == lockTaken:
+		return g.left // automatic pace: the slot's run is ours
+	case g.wait < 0:
+		// A lock without expiry, of an earlier version: not ours to judge;
+		// ask again after the longer of a lock's life and Every.
+		return max(e.lock.ttl, e.cfg.Every)
+	case g.state == lockPaused:
+		return min(g.wait, e.pauseRecheck(g.left))
+	case g.state == lockRunning:
 		// A running slice ends at its budget, a margin before its lock
 		// expires; past that it overruns, and the lock's expiry is the bound.
-		wait = pttl - (e.lock.ttl - e.cfg.Budget)
-		if wait <= 0 {
-			wait = pttl
+		if wait := g.wait - (e.lock.ttl - e.cfg.Budget); wait > 0 {
+			return wait
 		}
 	}
-	e.coolOff(now.Add(wait))
-	if state == lockResting {
+	return g.wait
+}
+
+// skipped is the outcome of an acquire that did not take the lock.
+func skipped(g grant) result {
+	switch g.state {
+	case lockPaused:
+		return result{Outcome: OutcomeSkippedPaused}
+	case lockResting:
 		return result{Outcome: OutcomeSkippedCooldown}
 	}
 	return result{Outcome: OutcomeSkippedLocked}
@@ -218,12 +230,17 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 	return res
 }
 
-// finish hands the lock on: released at once when a clean slice reports a
-// backlog, kept as the cluster-wide cooldown when the job has Every, else
-// released, with this process resting the job for one budget so that an
-// idle job cannot turn request traffic into Redis traffic.
-func (r *Recruiter) finish(ctx context.Context, e *entry, token string, res result) {
-	e.backlog.Store(res.Outcome == OutcomeRan && res.More)
+// finish hands the lock on. A clean slice that reports a backlog
+// releases it at once. Under automatic pace the slot's run is taken: the
+// process stays away until its planned visit (until), and the lock is
+// left to expire, with no round trip, unless it would outlive the slot or
+// a backlog streak must end. Under a fixed rate with Every the lock
+// becomes the job's cooldown; without Every it is released, with this
+// process resting the job for one budget so that an idle job cannot turn
+// request traffic into Redis traffic.
+func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant, taken, until time.Time, res result) {
+	more := res.Outcome == OutcomeRan && res.More
+	e.backlog.Store(more)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
@@ -231,14 +248,26 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, res resu
 
 	var err error
 	switch {
-	case res.Outcome == OutcomeRan && res.More:
-		err = e.lock.release(fctx, r.rdb, token)
+	case more && e.lock.auto:
+		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak+1, now))
+		err = e.lock.release(fctx, r.rdb, token, releaseMore)
+	case more:
+		err = e.lock.release(fctx, r.rdb, token, releasePlain)
+	case e.lock.auto && g.streak > 0:
+		e.coolOff(until)
+		err = e.lock.release(fctx, r.rdb, token, releaseDone)
+	case e.lock.auto && res.Duration <= e.cfg.Budget && taken.Add(e.lock.ttl+e.lock.ttl/8).Before(taken.Add(g.left)):
+		e.coolOff(until)
+		return
+	case e.lock.auto:
+		e.coolOff(until)
+		err = e.lock.release(fctx, r.rdb, token, releasePlain)
 	case remaining > time.Millisecond:
 		e.coolOff(now.Add(remaining))
 		err = e.lock.rest(fctx, r.rdb, token, remaining)
 	default:
 		e.coolOff(now.Add(e.cfg.Budget))
-		err = e.lock.release(fctx, r.rdb, token)
+		err = e.lock.release(fctx, r.rdb, token, releasePlain)
 	}
 	switch {
 	case errors.Is(err, errLockNotHeld):
@@ -253,6 +282,7 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, res resu
 
 // redisFailed counts a failed Redis call towards the breaker and logs it.
 func (r *Recruiter) redisFailed(ctx context.Context, e *entry, err error) {
+	heal.Notice(r.rdb, err) // a ClusterClient whose master died finds its replica
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Any("error", err))
 	if r.breaker.fail(r.now()) {
 		log.WarnContext(ctx, "worksteal: Redis failing; recruitment paused", slog.Duration("for", r.cfg.BreakerCooldown))

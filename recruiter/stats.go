@@ -22,27 +22,39 @@ type Stats struct {
 
 // JobStats counts one job's draws and their outcomes in this process.
 // Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
-// Errors, Timeouts, Panics or Hung. Drawn counts the rolls that picked the job;
+// SkippedPaused, Errors, Timeouts, Panics or Hung. Drawn counts the rolls that picked the job;
 // SkippedGate those of them (and of the idle fallback's attempts) that
 // never reached Redis: cooling off locally, a slice of the job already
-// running here, breaker open, no free slot, shut down. Drawn requests that
-// were not fast exits, or that a middleware filter excluded, have no
-// outcome; idle-fallback slices have an outcome but no draw.
+// running here, the process busy (Pressured), breaker open, no free slot,
+// shut down. Drawn requests that were not fast exits, or that a middleware
+// filter excluded, have no outcome; idle-fallback slices have an outcome
+// but no draw.
 type JobStats struct {
-	Name   string
-	Rate   float64
-	Budget time.Duration
-	Every  time.Duration
+	Name      string
+	Automatic bool    // paced by the recruiter: Every without Rate
+	Rate      float64 // the job's share of enlistments now: its Rate, or what automatic pace set
+	Budget    time.Duration
+	Every     time.Duration
+	// PausedUntil is when the job's pause ends, as this process last
+	// learnt it (from its visits to the job's lock, or its own Pause);
+	// zero if not paused.
+	PausedUntil time.Time
 
 	Drawn           uint64
 	Ran             uint64
 	SkippedLocked   uint64
 	SkippedCooldown uint64
+	SkippedPaused   uint64
 	SkippedGate     uint64
 	Errors          uint64
 	Timeouts        uint64
 	Panics          uint64
 	Hung            uint64
+
+	// Pressured counts the slices that the pressure gate held back
+	// because this process was busy ([Config.Pressure]); they are part of
+	// SkippedGate. The job is drawn again later: nothing is lost.
+	Pressured uint64
 
 	Slices   uint64    // slices whose Run was called, whatever their outcome
 	Items    uint64    // Report.Items summed
@@ -53,9 +65,15 @@ type JobStats struct {
 }
 
 // Skipped counts the draws that did not run a slice because the job was
-// busy or resting: locked elsewhere, in its cooldown, or gated locally.
-// For a job with Every, most of these are expected.
-func (js JobStats) Skipped() uint64 { return js.SkippedLocked + js.SkippedCooldown + js.SkippedGate }
+// busy, resting or paused: locked elsewhere, in its cooldown, or gated
+// locally. For a job with Every, most of these are expected.
+func (js JobStats) Skipped() uint64 {
+	return js.SkippedLocked + js.SkippedCooldown + js.SkippedPaused + js.SkippedGate
+}
+
+// Paused reports whether the job was paused at now, as this process last
+// learnt it.
+func (js JobStats) Paused(now time.Time) bool { return now.Before(js.PausedUntil) }
 
 // Failed counts the recruitments that ended badly: errors, timeouts,
 // panics, hung slices.
@@ -97,11 +115,13 @@ type jobStats struct {
 	admitted   atomic.Uint64 // draws that passed the gates
 	gatedLater atomic.Uint64 // admitted, then gated when the slice was to start
 
-	ran, skippedLocked, skippedCooldown atomic.Uint64
-	errors, timeouts, panics, hung      atomic.Uint64
-	slices, items                       atomic.Uint64
-	lastRun                             atomic.Int64 // unix ns
-	durations                           durationRing
+	ran, skippedLocked, skippedCooldown, skippedPaused atomic.Uint64
+	errors, timeouts, panics, hung                     atomic.Uint64
+	slices, items                                      atomic.Uint64
+	lastRun                                            atomic.Int64 // unix ns
+	durations                                          durationRing
+
+	pressured atomic.Uint64 // held back by the pressure gate; also in gatedLater
 }
 
 func (s *jobStats) record(res result, now time.Time) {
@@ -112,6 +132,8 @@ func (s *jobStats) record(res result, now time.Time) {
 		s.skippedLocked.Add(1)
 	case OutcomeSkippedCooldown:
 		s.skippedCooldown.Add(1)
+	case OutcomeSkippedPaused:
+		s.skippedPaused.Add(1)
 	case OutcomeError:
 		s.errors.Add(1)
 	case OutcomeTimeout:
@@ -131,11 +153,12 @@ func (s *jobStats) record(res result, now time.Time) {
 
 func (s *jobStats) snapshot(e *entry) JobStats {
 	js := JobStats{
-		Name: e.name, Rate: e.cfg.Rate, Budget: e.cfg.Budget, Every: e.cfg.Every,
+		Name: e.name, Automatic: e.lock.auto, Rate: e.share.Load(), Budget: e.cfg.Budget, Every: e.cfg.Every,
 		Drawn:           s.admitted.Load() + s.gatedAtDraw.Load(),
 		Ran:             s.ran.Load(),
 		SkippedLocked:   s.skippedLocked.Load(),
 		SkippedCooldown: s.skippedCooldown.Load(),
+		SkippedPaused:   s.skippedPaused.Load(),
 		SkippedGate:     s.gatedAtDraw.Load() + s.gatedLater.Load(),
 		Errors:          s.errors.Load(),
 		Timeouts:        s.timeouts.Load(),
@@ -143,6 +166,10 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 		Hung:            s.hung.Load(),
 		Slices:          s.slices.Load(),
 		Items:           s.items.Load(),
+	}
+	js.Pressured = s.pressured.Load()
+	if ns := e.pausedUntil.Load(); ns != 0 {
+		js.PausedUntil = time.Unix(0, ns)
 	}
 	if ns := s.lastRun.Load(); ns != 0 {
 		js.LastRun = time.Unix(0, ns)

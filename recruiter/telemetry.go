@@ -25,6 +25,13 @@ type instruments struct {
 	sliceDuration metric.Float64Histogram
 	items         metric.Int64Counter
 	recent        recentRing
+
+	// The per-job gauges, read by a callback that observe registers;
+	// nil if the meter could not make them.
+	meter     metric.Meter
+	jobRate   metric.Float64ObservableGauge
+	jobPaused metric.Int64ObservableGauge
+	observing metric.Registration // nil until observe, and after unobserve
 }
 
 // newInstruments makes the tracer and meter of tp and mp, the otel
@@ -62,7 +69,60 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 		otel.Handle(err)
 		t.items = noop.Int64Counter{}
 	}
+	t.meter = meter
+	if t.jobRate, err = meter.Float64ObservableGauge(telemetry.MetricJobRate,
+		metric.WithDescription("Each job's share of enlistments now: its Rate, or what automatic pace set."),
+		metric.WithUnit("1")); err != nil {
+		otel.Handle(err)
+		t.jobRate = nil
+	}
+	if t.jobPaused, err = meter.Int64ObservableGauge(telemetry.MetricJobPaused,
+		metric.WithDescription("1 while the job is paused fleet-wide, as this process last learnt, else 0."),
+		metric.WithUnit("1")); err != nil {
+		otel.Handle(err)
+		t.jobPaused = nil
+	}
 	return t
+}
+
+// observe registers the callback that reports r's jobs on the gauges at
+// each collection. It reads the same atomics as Stats, so it costs the
+// hot path nothing; [instruments.unobserve] ends it.
+func (t *instruments) observe(r *Recruiter) {
+	if t.jobRate == nil || t.jobPaused == nil {
+		return // already reported to otel.Handle
+	}
+	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		now := r.now().UnixNano() // the clock pausedUntil was set with
+		for _, e := range r.jobs.Load().entries {
+			job := metric.WithAttributeSet(attribute.NewSet(telemetry.AttrJob.String(e.name)))
+			o.ObserveFloat64(t.jobRate, e.share.Load(), job)
+			var paused int64
+			if now < e.pausedUntil.Load() {
+				paused = 1
+			}
+			o.ObserveInt64(t.jobPaused, paused, job)
+		}
+		return nil
+	}, t.jobRate, t.jobPaused)
+	if err != nil {
+		otel.Handle(err)
+		return
+	}
+	t.observing = reg
+}
+
+// unobserve unregisters the gauges' callback, so that the meter provider,
+// which may outlive the recruiter, neither keeps it alive nor reports its
+// jobs after Shutdown. Shutdown calls it once.
+func (t *instruments) unobserve() {
+	if t.observing == nil {
+		return
+	}
+	if err := t.observing.Unregister(); err != nil {
+		otel.Handle(err)
+	}
+	t.observing = nil
 }
 
 // start begins the span of one recruitment of job. The span is a new root

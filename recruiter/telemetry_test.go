@@ -105,3 +105,67 @@ func TestRecruitmentTelemetry(t *testing.T) {
 		t.Fatalf("recruitments by outcome = %v, want one each of ran, skipped_locked, panic", byOutcome)
 	}
 }
+
+// TestJobGaugesTelemetry: each collection reports every job's share of
+// enlistments and whether it is paused, by job; after Shutdown the
+// recruiter's callback is gone and reports nothing.
+func TestJobGaugesTelemetry(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+
+	clock := newManualClock()
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "gauges", MeterProvider: mp}, nil, clock.Now))
+	noop := func(context.Context) (recruiter.Report, error) { return recruiter.Report{}, nil }
+	mustRegister(t, b.rec, recruiter.Func("fixed", noop), recruiter.JobConfig{Rate: 0.25})
+	mustRegister(t, b.rec, recruiter.Func("auto", noop), recruiter.JobConfig{Every: time.Minute})
+	if err := b.rec.Pause(context.Background(), "auto", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	collect := func() (rate map[string]float64, paused map[string]int64) {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		rate, paused = map[string]float64{}, map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				switch m.Name {
+				case telemetry.MetricJobRate:
+					for _, dp := range m.Data.(metricdata.Gauge[float64]).DataPoints {
+						job, _ := dp.Attributes.Value(telemetry.AttrJob)
+						rate[job.AsString()] = dp.Value
+					}
+				case telemetry.MetricJobPaused:
+					for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+						job, _ := dp.Attributes.Value(telemetry.AttrJob)
+						paused[job.AsString()] = dp.Value
+					}
+				}
+			}
+		}
+		return rate, paused
+	}
+
+	rate, paused := collect()
+	if len(rate) != 2 || rate["fixed"] != 0.25 || rate["auto"] != 0.75 {
+		t.Errorf("%s = %v, want fixed 0.25 and auto 0.75 (what the fixed rate leaves)", telemetry.MetricJobRate, rate)
+	}
+	if len(paused) != 2 || paused["fixed"] != 0 || paused["auto"] != 1 {
+		t.Errorf("%s = %v, want fixed 0 and auto 1", telemetry.MetricJobPaused, paused)
+	}
+	clock.Advance(time.Minute + time.Second)
+	if _, paused = collect(); paused["auto"] != 0 {
+		t.Errorf("%s of auto = %d once its pause has passed, want 0", telemetry.MetricJobPaused, paused["auto"])
+	}
+
+	if err := b.rec.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rate, paused = collect(); len(rate)+len(paused) != 0 {
+		t.Errorf("after Shutdown the gauges report %v and %v, want nothing", rate, paused)
+	}
+}

@@ -15,7 +15,7 @@ const SpanRecruit = "worksteal.recruit"
 // Attribute keys of the recruitment span and of the metrics.
 const (
 	AttrJob     attribute.Key = "worksteal.job"     // the job's name
-	AttrRate    attribute.Key = "worksteal.rate"    // the job's configured rate
+	AttrRate    attribute.Key = "worksteal.rate"    // the job's share of enlistments when drawn: its Rate, or what automatic pace set
 	AttrOutcome attribute.Key = "worksteal.outcome" // an [Outcome]
 	AttrItems   attribute.Key = "worksteal.items"   // Report.Items of the slice
 	AttrMore    attribute.Key = "worksteal.more"    // Report.More of the slice
@@ -26,6 +26,12 @@ const (
 	MetricRecruitments  = "worksteal.recruitments"
 	MetricSliceDuration = "worksteal.slice.duration"
 	MetricItems         = "worksteal.items"
+	// MetricJobRate is a gauge, by job: its share of enlistments now (its
+	// Rate, or what automatic pace set).
+	MetricJobRate = "worksteal.job.rate"
+	// MetricJobPaused is a gauge, by job: 1 while the job is paused
+	// fleet-wide, as this process last learnt, else 0.
+	MetricJobPaused = "worksteal.job.paused"
 )
 
 // The outcomes of a recruitment: the values of [AttrOutcome].
@@ -33,6 +39,7 @@ const (
 	OutcomeRan             = "ran"              // the slice ran and returned without error
 	OutcomeSkippedLocked   = "skipped_locked"   // another node holds the job's lock
 	OutcomeSkippedCooldown = "skipped_cooldown" // the job ran within its Every, somewhere
+	OutcomeSkippedPaused   = "skipped_paused"   // an operator paused the job, fleet-wide
 	OutcomeError           = "error"            // the slice (or the lock) returned an error
 	OutcomeTimeout         = "timeout"          // the slice ran past its budget
 	OutcomePanic           = "panic"            // the slice panicked; recovered

@@ -48,10 +48,7 @@ type series struct {
 // that is later, so that a young dashboard still fills its chart.
 func layoutChart(title string, w, h int, now time.Time, window, every time.Duration, times []time.Time, ss []series) chartView {
 	c := chartView{Title: title, W: w, H: h, Left: 52, Right: float64(w) - 14, Top: 12, Bottom: float64(h) - 26}
-	span := window
-	if len(times) > 0 {
-		span = min(window, max(now.Sub(times[0]), 10*every))
-	}
+	span := chartSpan(now, window, every, times)
 	shown := span
 	if span < window && span >= 10*time.Second {
 		shown = span.Round(time.Second) // a young chart: "last 16s", not "last 15.56s"
@@ -157,6 +154,85 @@ func layoutChart(title string, w, h int, now time.Time, window, every time.Durat
 		}
 	}
 	return c
+}
+
+// chartSpan is the time a chart covers, ending at now: from the oldest
+// sample, at least ten intervals, at most the window.
+func chartSpan(now time.Time, window, every time.Duration, times []time.Time) time.Duration {
+	if len(times) == 0 {
+		return window
+	}
+	return min(window, max(now.Sub(times[0]), 10*every))
+}
+
+// sparkW and sparkH are a sparkline's viewBox (dashboard.html and .css
+// repeat them): small enough for a table cell.
+const sparkW, sparkH = 64, 16
+
+// sparkline draws values, one per sample and NaN for a gap, as a bare
+// sparkW×sparkH SVG path: no axes, time as in layoutChart, values from 0
+// (or below, if any is) to the highest. Like layoutChart it keeps only
+// each column's lowest and highest, so a long window stays a short path.
+func sparkline(now time.Time, window, every time.Duration, times []time.Time, values []float64) string {
+	span := chartSpan(now, window, every, times)
+	lo, hi := 0.0, 0.0
+	for _, v := range values {
+		if math.Abs(v) <= gaugeLimit {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if hi == lo {
+		hi = lo + 1 // all zeros: a line along the bottom
+	}
+	x := func(t time.Time) float64 { return sparkW - float64(now.Sub(t))/float64(span)*sparkW }
+	// A unit of margin above and below, so that the stroke is not cut.
+	y := func(v float64) float64 { return sparkH - 1 - (v-lo)/(hi-lo)*(sparkH-2) }
+
+	// Gaps break the line as in layoutChart: at most once per column.
+	var path []byte
+	var col column
+	points := 0 // in the current subpath
+	endRun := func() {
+		if points == 1 {
+			path = append(path, "h0"...) // a lone point: a dot, thanks to the round cap
+		}
+		points = 0
+	}
+	emit := func() {
+		for _, i := range col.points() {
+			path = appendCmd(path, points == 0, round1(x(times[i])), round1(y(values[i])))
+			points++
+		}
+		if col.gapAfter {
+			endRun()
+		}
+		col = column{}
+	}
+	broken := false // a gap since the last column's points
+	for i, v := range values {
+		px := x(times[i])
+		if !(math.Abs(v) <= gaugeLimit) || px < -0.5 {
+			if col.n == 0 {
+				broken = true
+			} else {
+				col.gapAfter = true
+			}
+			continue
+		}
+		at := int(math.Floor(px / columnWidth))
+		if col.n > 0 && at != col.at {
+			emit()
+		}
+		if col.n == 0 && broken {
+			endRun()
+			broken = false
+		}
+		col.at = at
+		col.add(i, v)
+	}
+	emit()
+	endRun()
+	return string(path)
 }
 
 // yAxis returns the value axis of the series: from lo to hi, which are

@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +67,46 @@ func TestLayoutChartFlakySeriesIsBounded(t *testing.T) {
 	}
 	if c.Points != n/2 {
 		t.Errorf("%d samples counted, want %d", c.Points, n/2)
+	}
+}
+
+// A sparkline stays in its box and finite whatever its values, and a
+// flaky series costs at most a subpath per column.
+func TestSparklineBounded(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+	const n = 6000
+	times := make([]time.Time, n)
+	values := make([]float64, n)
+	for i := range n {
+		times[i] = now.Add(time.Duration(i-n+1) * 100 * time.Millisecond)
+		values[i] = float64(i%10) / 100
+		switch i % 4 {
+		case 1:
+			values[i] = math.NaN()
+		case 3:
+			values[i] = math.Inf(1)
+		}
+	}
+	values[n-2] = math.MaxFloat64
+	path := sparkline(now, 10*time.Minute, 100*time.Millisecond, times, values)
+	if m := strings.Count(path, "M"); m == 0 || m > sparkW/columnWidth+1 {
+		t.Errorf("%d subpaths for %d columns, want one to one each", m, sparkW/columnWidth+1)
+	}
+	if strings.Contains(path, "NaN") || strings.Contains(path, "Inf") {
+		t.Errorf("path %q", path)
+	}
+	for _, m := range regexp.MustCompile(`[ML]([-\d.]+),([-\d.]+)`).FindAllStringSubmatch(path, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		y, _ := strconv.ParseFloat(m[2], 64)
+		if x < 0 || x > sparkW || y < 0 || y > sparkH {
+			t.Fatalf("point %v,%v outside the %dx%d box", x, y, sparkW, sparkH)
+		}
+	}
+	if got := sparkline(now, time.Minute, time.Second, nil, nil); got != "" {
+		t.Errorf("no samples: path %q, want none", got)
+	}
+	if got := sparkline(now, time.Minute, time.Second, times[n-1:], []float64{0.3}); got != "M64,1h0" {
+		t.Errorf("one sample: path %q, want a dot at the top right", got)
 	}
 }

@@ -46,8 +46,8 @@ const (
 	// reads every counter and gauge each time.
 	sampleMin = 10 * time.Millisecond
 	// samplesMax bounds window/interval, the samples kept in
-	// memory. A sample costs about 100 bytes, plus 8 per job and 16 per
-	// gauge: 10,000 samples of 8 jobs and 2 gauges hold about 2 MB, and
+	// memory. A sample costs about 100 bytes, plus 16 per job and 16 per
+	// gauge: 10,000 samples of 8 jobs and 2 gauges hold about 2.6 MB, and
 	// each request for the page or the JSON walks all of them.
 	samplesMax = 10_000
 	// gaugeTimeoutMax bounds one gauge read; a shorter sample

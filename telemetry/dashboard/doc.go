@@ -13,13 +13,15 @@
 //	defer d.Close()
 //
 // Its page holds a table of the jobs (rate, Every, budget, draws and their
-// outcomes, items stolen, slice p50/p99, last run), an SVG chart of the
-// items stolen per second by job and one of each gauge, and the latest
-// recruitments with their trace ids. The chart is drawn on the server; the
-// page has no external asset and no CDN, and its one inline script (allowed
-// by hash in its Content-Security-Policy) refetches it every 2 s and swaps
-// its content; without JavaScript it is a static snapshot. Its links are
-// relative, so it works at any path, also under http.StripPrefix.
+// outcomes, items stolen, slice p50/p99, last run; automatic pace as
+// "auto" with a sparkline of the job's share, a pause as a pill), an SVG
+// chart of the items stolen per second by job and one of each gauge, and
+// the latest recruitments with their trace ids. The chart is drawn on the
+// server; the page has no external asset and no CDN, and its one inline
+// script (allowed by hash in its Content-Security-Policy) refetches it
+// every 2 s and swaps its content; without JavaScript it is a static
+// snapshot. Its links are relative, so it works at any path, also under
+// http.StripPrefix.
 //
 // With ?format=json, or Accept: application/json (without text/html), it
 // serves a [Document] instead: a stable document for scripts, with
@@ -30,7 +32,8 @@
 // A sampler goroutine, started by [New] and stopped by
 // [Dashboard.Close], reads the source every [WithSampleEvery] (1s by
 // default) and keeps [WithWindow] (10m) of samples: each job's items per
-// second over the real time between samples, and each gauge, read with a
+// second over the real time between samples and its share of enlistments
+// (which automatic pace changes), and each gauge, read with a
 // deadline of the interval (at most 1s); a gauge that fails or is late is
 // a gap, never a zero. The dashboard serves only GET and HEAD and sets
 // Cache-Control: no-store. It shows job names and error texts, so mount it

@@ -58,6 +58,18 @@ func fmtDuration(d time.Duration) string {
 	return strconv.Itoa(int(h)) + "h" + strconv.Itoa(int(m)) + "m"
 }
 
+// fmtShare formats a share of enlistments as a percentage: 40%, 0.125%.
+func fmtShare(share float64) string { return trimFloat(share*100, 3) + "%" }
+
+// fmtLeft says how long a pause has left, to the second once it is
+// over one: "2m30s", "45s", "250ms".
+func fmtLeft(d time.Duration) string {
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	}
+	return fmtDuration(d)
+}
+
 // fmtAgo says how long ago something happened: "just now", "3s ago",
 // "4m ago", "2h ago", "3d ago".
 func fmtAgo(d time.Duration) string {

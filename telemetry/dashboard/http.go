@@ -126,9 +126,14 @@ type pageView struct {
 type jobView struct {
 	Name, Color                       string
 	Rate, Every, Budget               string
+	Automatic                         bool
+	Spark                             string // automatic jobs: an SVG path of their rate over the window
+	Paused                            bool
+	PausedLeft, PausedUntil           string
 	Drawn, Ran, Skipped, SkippedSplit string
 	Errors, Timeouts, Panics, Hung    string
 	Failed                            bool // errors, timeouts, panics or hung slices: the row is flagged
+	RowClass                          string
 	Items, PerSecond, P50, P99, Max   string
 	LastRun, LastRunTitle             string
 }
@@ -161,10 +166,10 @@ func (d *Dashboard) view(doc Document) pageView {
 		color := jobColors[i%len(jobColors)]
 		jv := jobView{
 			Name: j.Name, Color: color,
-			Rate: trimFloat(j.Rate*100, 3) + "%", Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
+			Rate: fmtShare(j.Rate), Automatic: j.Automatic, Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
 			Drawn: fmtCount(j.Drawn), Ran: fmtCount(j.Ran), Skipped: fmtCount(j.Skipped.Total),
 			SkippedSplit: "locked " + fmtCount(j.Skipped.Locked) + " · cooldown " + fmtCount(j.Skipped.Cooldown) +
-				" · gate " + fmtCount(j.Skipped.Gate),
+				" · paused " + fmtCount(j.Skipped.Paused) + " · gate " + fmtCount(j.Skipped.Gate),
 			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics), Hung: fmtCount(j.Hung),
 			Failed: j.Errors+j.Timeouts+j.Panics+j.Hung > 0,
 			Items:  fmtCount(j.Items), PerSecond: "–",
@@ -174,9 +179,34 @@ func (d *Dashboard) view(doc Document) pageView {
 		if j.ItemsPerSecond != nil {
 			jv.PerSecond = fmtRate(*j.ItemsPerSecond)
 		}
+		if j.Automatic {
+			// A fixed rate is a flat line: only automatic pace has a history worth drawing.
+			jv.Rate = "auto · " + jv.Rate
+			shares := make([]float64, len(doc.Samples))
+			for k, smp := range doc.Samples {
+				shares[k] = nan
+				if r, ok := smp.Rate[j.Name]; ok {
+					shares[k] = r
+				}
+			}
+			jv.Spark = sparkline(now, d.cfg.window, d.cfg.every, times, shares)
+		}
+		if !j.PausedUntil.IsZero() { // set only while paused at now
+			jv.Paused = true
+			jv.PausedLeft = fmtLeft(j.PausedUntil.Sub(now))
+			jv.PausedUntil = j.PausedUntil.Local().Format(time.RFC3339)
+		}
 		if j.LastRun != nil {
 			jv.LastRun, jv.LastRunTitle = fmtAgo(now.Sub(*j.LastRun)), j.LastRun.Local().Format(time.RFC3339)
 		}
+		var classes []string
+		if jv.Failed {
+			classes = append(classes, "failing")
+		}
+		if jv.Paused {
+			classes = append(classes, "paused")
+		}
+		jv.RowClass = strings.Join(classes, " ")
 		v.Jobs = append(v.Jobs, jv)
 
 		s := series{name: j.Name, color: color, values: make([]float64, len(doc.Samples))}
@@ -222,6 +252,8 @@ func outcomeLabel(o recruiter.Outcome) string {
 		return "skipped: locked"
 	case recruiter.OutcomeSkippedCooldown:
 		return "skipped: cooldown"
+	case recruiter.OutcomeSkippedPaused:
+		return "skipped: paused"
 	}
 	return string(o)
 }
@@ -230,7 +262,7 @@ func outcomeClass(o recruiter.Outcome) string {
 	switch o {
 	case recruiter.OutcomeRan:
 		return "o-ran"
-	case recruiter.OutcomeSkippedLocked, recruiter.OutcomeSkippedCooldown:
+	case recruiter.OutcomeSkippedLocked, recruiter.OutcomeSkippedCooldown, recruiter.OutcomeSkippedPaused:
 		return "o-skipped"
 	case recruiter.OutcomeError:
 		return "o-error"

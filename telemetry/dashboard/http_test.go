@@ -19,18 +19,23 @@ import (
 const traceA = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 // busySource is a source with two jobs and recent recruitments of every
-// kind, one of whose errors holds markup.
+// kind, one of whose errors holds markup: tidy-stale has a fixed rate and
+// a pause that ended a minute before now; drain is paced automatically and
+// paused for 90 s after now.
 func busySource(now time.Time) *fakeSource {
 	last := now.Add(-3 * time.Second)
 	return &fakeSource{stats: recruiter.Stats{
 		InFlight: 2,
 		Jobs: []recruiter.JobStats{{
 			Name: "tidy-stale", Rate: 0.05, Budget: 50 * time.Millisecond, Every: 10 * time.Second,
-			Drawn: 1234, Ran: 321, SkippedLocked: 7, SkippedCooldown: 800, SkippedGate: 90,
+			PausedUntil: now.Add(-time.Minute),
+			Drawn:       1234, Ran: 321, SkippedLocked: 7, SkippedCooldown: 800, SkippedPaused: 3, SkippedGate: 90,
 			Errors: 4, Timeouts: 2, Panics: 1, Slices: 328, Items: 98765,
 			LastRun: last, SliceP50: 1500 * time.Microsecond, SliceP99: 42 * time.Millisecond, SliceMax: 48 * time.Millisecond,
 		}, {
-			Name: "drain", Rate: 0.5, Budget: 200 * time.Millisecond, Drawn: 17, Ran: 17, Slices: 17, Items: 170,
+			Name: "drain", Automatic: true, Rate: 0.5, Budget: 200 * time.Millisecond, Every: time.Minute,
+			PausedUntil: now.Add(90 * time.Second),
+			Drawn:       17, Ran: 17, Slices: 17, Items: 170,
 		}},
 		Recent: []recruiter.Recruitment{
 			{End: last, Job: "tidy-stale", Outcome: recruiter.OutcomeRan, Items: 25, More: true, Duration: 12 * time.Millisecond, TraceID: traceA},
@@ -38,6 +43,7 @@ func busySource(now time.Time) *fakeSource {
 				Error: `queue: bad value <script>alert("x")</script>`},
 			{End: last.Add(-2 * time.Second), Job: "drain", Outcome: recruiter.OutcomeSkippedCooldown},
 			{End: last.Add(-3 * time.Second), Job: "drain", Outcome: recruiter.OutcomeTimeout, Duration: 210 * time.Millisecond, Error: "context deadline exceeded"},
+			{End: last.Add(-4 * time.Second), Job: "drain", Outcome: recruiter.OutcomeSkippedPaused},
 		},
 	}}
 }
@@ -76,12 +82,12 @@ func TestDashboardJSONDocument(t *testing.T) {
 		t.Fatalf("%d jobs, want 2", len(doc.Jobs))
 	}
 	j := doc.Jobs[0]
-	if j.Name != "tidy-stale" || j.Rate != 0.05 || j.EveryMS != 10000 || j.BudgetMS != 50 ||
+	if j.Name != "tidy-stale" || j.Rate != 0.05 || j.Automatic || !j.PausedUntil.IsZero() || j.EveryMS != 10000 || j.BudgetMS != 50 ||
 		j.Drawn != 1234 || j.Ran != 321 || j.Errors != 4 || j.Timeouts != 2 || j.Panics != 1 || j.Slices != 328 || j.Items != 98765 ||
 		j.SliceP50MS != 1.5 || j.SliceP99MS != 42 || j.SliceMaxMS != 48 {
 		t.Errorf("job 0 = %+v", j)
 	}
-	if j.Skipped != (dashboard.DocumentSkipped{Total: 897, Locked: 7, Cooldown: 800, Gate: 90}) {
+	if j.Skipped != (dashboard.DocumentSkipped{Total: 900, Locked: 7, Cooldown: 800, Paused: 3, Gate: 90}) {
 		t.Errorf("skipped = %+v", j.Skipped)
 	}
 	if j.LastRun == nil || !j.LastRun.Equal(src.stats.Jobs[0].LastRun.Truncate(0)) {
@@ -90,11 +96,20 @@ func TestDashboardJSONDocument(t *testing.T) {
 	if d := doc.Jobs[1]; d.LastRun != nil || d.ItemsPerSecond == nil || *d.ItemsPerSecond != 25 {
 		t.Errorf("drain: last run %v (want null), rate %v (want 25)", d.LastRun, deref(d.ItemsPerSecond))
 	}
+	if d := doc.Jobs[1]; !d.Automatic || d.Rate != 0.5 || !d.PausedUntil.Equal(src.stats.Jobs[1].PausedUntil.Truncate(0)) {
+		t.Errorf("drain: automatic %v, rate %v, paused until %v; want automatic, 0.5, until %v",
+			d.Automatic, d.Rate, d.PausedUntil, src.stats.Jobs[1].PausedUntil)
+	}
 	if len(doc.Samples) != 2 || *doc.Samples[0].Gauges["queue depth"] != 5 || *doc.Samples[1].Gauges["queue depth"] != 10 {
 		t.Errorf("samples %+v", doc.Samples)
 	}
-	if len(doc.Recent) != 4 {
-		t.Fatalf("%d recent, want 4", len(doc.Recent))
+	for i, s := range doc.Samples { // the first sample has no items/s, but a rate
+		if len(s.Rate) != 2 || s.Rate["tidy-stale"] != 0.05 || s.Rate["drain"] != 0.5 {
+			t.Errorf("sample %d: rate %v, want tidy-stale 0.05 and drain 0.5", i, s.Rate)
+		}
+	}
+	if len(doc.Recent) != 5 {
+		t.Fatalf("%d recent, want 5", len(doc.Recent))
 	}
 	r := doc.Recent[0]
 	if r.Job != "tidy-stale" || r.Outcome != recruiter.OutcomeRan || r.Items != 25 || !r.More || r.DurationMS != 12 ||
@@ -108,10 +123,15 @@ func TestDashboardJSONDocument(t *testing.T) {
 	// The names are part of the contract: check them on the wire.
 	raw := get(t, d, http.MethodGet, "/?format=json").Body.String()
 	for _, key := range []string{`"breaker_open": false`, `"in_flight": 2`, `"every_ms": 10000`, `"slice_p99_ms": 42`,
-		`"items_per_second": {`, `"skipped": {`, `"last_run": null`, `"trace_url": "http://jaeger:16686/trace/` + traceA} {
+		`"items_per_second": {`, `"skipped": {`, `"last_run": null`, `"trace_url": "http://jaeger:16686/trace/` + traceA,
+		`"automatic": true`, `"automatic": false`, `"paused": 3`, `"rate": {`, `"outcome": "skipped_paused"`} {
 		if !strings.Contains(raw, key) {
 			t.Errorf("the JSON lacks %s:\n%s", key, raw)
 		}
+	}
+	// Only drain is paused now: tidy-stale's ended pause is left out.
+	if n := strings.Count(raw, `"paused_until": "`); n != 1 {
+		t.Errorf("the JSON holds %d paused_until, want 1 (drain's):\n%s", n, raw)
 	}
 }
 
@@ -156,8 +176,12 @@ func TestDashboardHTML(t *testing.T) {
 	src := busySource(t0.Add(3 * time.Second))
 	d := manual(t, src, dashboard.WithTitle("catalog <prod>"), dashboard.WithTraceURL("http://jaeger:16686/trace/%s"))
 	d.SetClock(func() time.Time { return t0.Add(3 * time.Second) })
+	shares := []float64{0.1, 0.2, 0.4, 0.5}              // drain's automatic pace rises
 	for i, items := range []uint64{170, 180, 200, 240} { // drain: 10, 20, then 40 items/s
 		src.setItems("drain", items)
+		src.mu.Lock()
+		src.stats.Jobs[1].Rate = shares[i]
+		src.mu.Unlock()
 		d.SampleAt(t0.Add(time.Duration(i) * time.Second))
 	}
 	rec := get(t, d, http.MethodGet, "/", "Accept", browserAccept)
@@ -176,18 +200,47 @@ func TestDashboardHTML(t *testing.T) {
 	tidy := row("tidy-stale")
 	for _, cell := range []string{
 		`"num rate">5%<`, `"num every">10s<`, `"num budget">50ms<`, `"num drawn">1,234<`, `"num ran">321<`,
-		`title="locked 7 · cooldown 800 · gate 90">897<`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
+		`title="locked 7 · cooldown 800 · paused 3 · gate 90">900<`, `<tr data-job="tidy-stale" class="failing">`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
 		`"num items strong">98,765<`, `"num p50">1.5ms<`, `"num p99" title="max 48ms">42ms<`, `>3s ago<`,
 	} {
 		if !strings.Contains(tidy, cell) {
 			t.Errorf("the tidy-stale row lacks %s:\n%s", cell, tidy)
 		}
 	}
+	// A fixed rate has no history; a pause that ended shows nothing.
+	if strings.Contains(tidy, "spark") || strings.Contains(tidy, "paused ·") || strings.Contains(tidy, "auto") {
+		t.Errorf("the tidy-stale row shows automatic pace or a pause:\n%s", tidy)
+	}
 	drain := row("drain")
-	for _, cell := range []string{`"num items strong">240<`, `"num per-second">40<`, `"num errors">0<`, `>never<`, `"num every">–<`} {
+	for _, cell := range []string{`"num items strong">240<`, `"num per-second">40<`, `"num errors">0<`, `>never<`, `"num every">1m<`,
+		`<tr data-job="drain" class="paused">`, `class="pill warn paused"`, `>paused · 1m30s left<`,
+		`title="paused fleet-wide until ` + t0.Add(93*time.Second).Local().Format(time.RFC3339) + `"`,
+		`"num rate auto"`, `>auto · 50%<svg class="spark c1"`} {
 		if !strings.Contains(drain, cell) {
 			t.Errorf("the drain row lacks %s:\n%s", cell, drain)
 		}
+	}
+	// Its rate's sparkline: a point per sample, the first too (a rate
+	// needs no previous sample), left to right, higher for a higher rate.
+	sm := regexp.MustCompile(`<svg class="spark c1"[^>]*><path d="([^"]*)"`).FindStringSubmatch(drain)
+	if sm == nil {
+		t.Fatalf("no sparkline for drain:\n%s", drain)
+	}
+	spark := parsePath(t, sm[1])
+	if len(spark) != 4 || strings.Count(sm[1], "M") != 1 {
+		t.Fatalf("drain's sparkline %q: want one run of 4 points", sm[1])
+	}
+	for i := 1; i < len(spark); i++ {
+		if !(spark[i-1][0] < spark[i][0] && spark[i-1][1] > spark[i][1]) {
+			t.Errorf("sparkline points %v: want x rising with time and y rising (SVG y falling) with the rate", spark)
+		}
+	}
+	if last := spark[3]; last[0] != 64 || last[1] != 1 {
+		t.Errorf("the latest point %v, want at the right edge and the top (64, 1)", last)
+	}
+	// The browser test counts the charts: a sparkline is not one.
+	if n := strings.Count(page, `<svg class="chart"`); n != 1 {
+		t.Errorf("%d charts, want 1 (items per second)", n)
 	}
 
 	// The chart: drain's line has one point per sample with a rate (not the
@@ -213,6 +266,7 @@ func TestDashboardHTML(t *testing.T) {
 		"<title>catalog &lt;prod&gt; · stolen work</title>", `breaker closed`, `<b>2</b> slices in flight`,
 		`<span class="badge o-ran">ran</span>`, `<span class="badge o-error">error</span>`,
 		`<span class="badge o-skipped">skipped: cooldown</span>`, `<span class="badge o-timeout">timeout</span>`,
+		`<span class="badge o-skipped">skipped: paused</span>`,
 		`<a href="http://jaeger:16686/trace/` + traceA + `"`, `25<span class="more"`, `12ms`, `210ms`,
 		`queue: bad value &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;`, `href="?format=json"`,
 	} {

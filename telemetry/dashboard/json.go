@@ -30,19 +30,25 @@ type Document struct {
 // DocumentJob is one job's counters since its recruiter started; see
 // [recruiter.JobStats].
 type DocumentJob struct {
-	Name     string          `json:"name"`
-	Rate     float64         `json:"rate"`
-	EveryMS  float64         `json:"every_ms"` // 0: no Every
-	BudgetMS float64         `json:"budget_ms"`
-	Drawn    uint64          `json:"drawn"`
-	Ran      uint64          `json:"ran"`
-	Skipped  DocumentSkipped `json:"skipped"`
-	Errors   uint64          `json:"errors"`
-	Timeouts uint64          `json:"timeouts"`
-	Panics   uint64          `json:"panics"`
-	Hung     uint64          `json:"hung"`
-	Slices   uint64          `json:"slices"`
-	Items    uint64          `json:"items"`
+	Name string `json:"name"`
+	// Rate is the job's share of enlistments now: its fixed Rate, or,
+	// for an Automatic job, what the recruiter's pace set last.
+	Rate      float64 `json:"rate"`
+	Automatic bool    `json:"automatic"` // paced by the recruiter: Every without Rate
+	// PausedUntil is when the job's fleet-wide pause ends, as the
+	// recruiter last learnt it; absent unless the job is paused at Now.
+	PausedUntil time.Time       `json:"paused_until,omitzero"`
+	EveryMS     float64         `json:"every_ms"` // 0: no Every
+	BudgetMS    float64         `json:"budget_ms"`
+	Drawn       uint64          `json:"drawn"`
+	Ran         uint64          `json:"ran"`
+	Skipped     DocumentSkipped `json:"skipped"`
+	Errors      uint64          `json:"errors"`
+	Timeouts    uint64          `json:"timeouts"`
+	Panics      uint64          `json:"panics"`
+	Hung        uint64          `json:"hung"`
+	Slices      uint64          `json:"slices"`
+	Items       uint64          `json:"items"`
 	// ItemsPerSecond is the rate of the latest sample; null before the
 	// sampler has two samples of the job.
 	ItemsPerSecond *float64   `json:"items_per_second"`
@@ -57,6 +63,7 @@ type DocumentSkipped struct {
 	Total    uint64 `json:"total"`
 	Locked   uint64 `json:"locked"`   // another process held the job's lock
 	Cooldown uint64 `json:"cooldown"` // the job ran within its Every
+	Paused   uint64 `json:"paused"`   // an operator paused the job, fleet-wide
 	Gate     uint64 `json:"gate"`     // stopped in this process before Redis
 }
 
@@ -66,6 +73,9 @@ type DocumentSample struct {
 	// ItemsPerSecond holds, by job, the items stolen per second since the
 	// previous sample; it is empty in the first sample.
 	ItemsPerSecond map[string]float64 `json:"items_per_second"`
+	// Rate holds, by job, its share of enlistments when sampled (see
+	// [DocumentJob.Rate]): the history of automatic pace.
+	Rate map[string]float64 `json:"rate"`
 	// Gauges holds each gauge's value by name; null when its read failed
 	// or timed out.
 	Gauges map[string]*float64 `json:"gauges"`
@@ -110,9 +120,15 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		doc.Gauges = append(doc.Gauges, g.name)
 	}
 	for _, s := range samples {
-		ds := DocumentSample{Time: s.at.UTC(), ItemsPerSecond: make(map[string]float64, len(s.rates)), Gauges: make(map[string]*float64, len(s.gauges))}
+		ds := DocumentSample{
+			Time: s.at.UTC(), ItemsPerSecond: make(map[string]float64, len(s.rates)),
+			Rate: make(map[string]float64, len(s.shares)), Gauges: make(map[string]*float64, len(s.gauges)),
+		}
 		for i, r := range s.rates {
 			ds.ItemsPerSecond[s.jobs[i]] = r
+		}
+		for i, r := range s.shares {
+			ds.Rate[s.jobs[i]] = r
 		}
 		for i, g := range s.gauges {
 			var v *float64
@@ -125,10 +141,11 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 	}
 	for _, js := range stats.Jobs {
 		dj := DocumentJob{
-			Name: js.Name, Rate: js.Rate, EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
+			Name: js.Name, Rate: js.Rate, Automatic: js.Automatic, EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
 			Drawn: js.Drawn, Ran: js.Ran,
 			Skipped: DocumentSkipped{
-				Total: js.Skipped(), Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Gate: js.SkippedGate,
+				Total: js.Skipped(), Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Paused: js.SkippedPaused,
+				Gate: js.SkippedGate,
 			},
 			Errors: js.Errors, Timeouts: js.Timeouts, Panics: js.Panics, Hung: js.Hung, Slices: js.Slices, Items: js.Items,
 			SliceP50MS: ms(js.SliceP50), SliceP99MS: ms(js.SliceP99), SliceMaxMS: ms(js.SliceMax),
@@ -137,6 +154,9 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 			if r, ok := samples[len(samples)-1].rate(js.Name); ok {
 				dj.ItemsPerSecond = &r
 			}
+		}
+		if js.Paused(now) {
+			dj.PausedUntil = js.PausedUntil.UTC()
 		}
 		if !js.LastRun.IsZero() {
 			t := js.LastRun.UTC()

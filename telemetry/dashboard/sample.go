@@ -15,8 +15,9 @@ import (
 // float per job, not a map.
 type sample struct {
 	at     time.Time
-	jobs   []string     // the names of rates; never changed once taken
+	jobs   []string     // the names of rates and shares; never changed once taken
 	rates  []float64    // items per second since the previous sample, by jobs; nil for the first sample
+	shares []float64    // each job's share of enlistments (JobStats.Rate), by jobs: automatic pace changes it
 	gauges []gaugeValue // in the order of the options
 }
 
@@ -65,7 +66,7 @@ func (d *Dashboard) sampleAt(now time.Time) {
 			d.jobs[i] = js.Name
 		}
 	}
-	s := sample{at: now, jobs: d.jobs, gauges: gauges}
+	s := sample{at: now, jobs: d.jobs, gauges: gauges, shares: make([]float64, len(stats.Jobs))}
 	elapsed := now.Sub(d.lastAt).Seconds()
 	hasPrev := !d.lastAt.IsZero() && elapsed > 0
 	if hasPrev {
@@ -73,6 +74,7 @@ func (d *Dashboard) sampleAt(now time.Time) {
 	}
 	last := make(map[string]uint64, len(stats.Jobs))
 	for i, js := range stats.Jobs {
+		s.shares[i] = js.Rate
 		last[js.Name] = js.Items
 		if !hasPrev {
 			continue

@@ -50,10 +50,11 @@ func TestPausedLockHolder(t *testing.T) {
 		}
 		signal(t, first, syscall.SIGSTOP)
 		last := first.lastLine() // final while it is stopped
-		held, err := rdb.Get(ctx, lockKey).Result()
+		// A slice holds the lock: the hash has a token.
+		held, err := rdb.HGet(ctx, lockKey, "token").Result()
 		// Stopped in its handler, not in the settle after the batch's last
 		// item: the item is leased, not yet settled.
-		if f := strings.Fields(last); len(f) == 4 && f[0] == "H" && err == nil && held != "cooldown" && settledUnder(ctx, q, f[1]) == "" {
+		if f := strings.Fields(last); len(f) == 4 && f[0] == "H" && err == nil && held != "" && settledUnder(ctx, q, f[1]) == "" {
 			frozenID, frozenToken = f[1], f[2]
 			return true
 		}

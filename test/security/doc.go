@@ -51,7 +51,7 @@
 //
 //	ACL SETUSER worksteal on >PASSWORD resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all
 //	  +evalsha +eval +blmove
-//	  +time +get +set +del +exists +pexpire +pttl +incr
+//	  +time +get +exists +pexpire +pttl +incr
 //	  +hget +hmget +hset +hdel +hexists
 //	  +lpush +rpush +lindex +llen +lrange +ltrim
 //	  +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore

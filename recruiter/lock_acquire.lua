@@ -1,0 +1,99 @@
+-- Acquire: take the job's lock for a slice, or say why not and for how long.
+-- The lock is a hash. token, held: the running slice's token and the Redis
+-- time (ms) until which it holds the lock. rest: until when the job rests
+-- after a slice (fixed pace with Every). paused: until when an operator
+-- paused the job. Automatic pace adds slot (the last slot whose run was
+-- taken), streak (slices in a row that reported a backlog), and the
+-- pacer's count: vslot (the slot counted), visits (the weighted visits in
+-- it), fleet (the weighted visits per slot, smoothed: an estimate of
+-- the number of processes that visit) and folds (the slots folded into it).
+-- KEYS[1]: the lock key
+-- ARGV[1]: a new token   ARGV[2]: the lock's TTL, ms   ARGV[3]: Every, ms (0: none)
+-- ARGV[4]: '1' for automatic pace, which reads ARGV[5]: this visit's weight
+-- (the mean slots between its process's visits), ARGV[6]: the slots' phase, ms,
+-- ARGV[7]: how long its state outlives a visit, ms
+-- Returns {code, wait, left, fleet, streak, folds}: code 1 taken, 2 a slice runs,
+-- 3 resting, 4 paused; wait: ms until that changes (-1: an older version's
+-- lock without expiry); left: ms until the slot ends (automatic pace);
+-- fleet: the estimate, as a string ('' if none yet); streak; folds.
+local key = KEYS[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds')
+if f.err then
+  -- The string lock of earlier versions, met during a rolling upgrade:
+  -- respect it as it says.
+  local pttl = redis.call('PTTL', key)
+  if redis.call('GET', key) == 'cooldown' then
+    return {3, pttl, 0, '', 0, 0}
+  end
+  return {2, pttl, 0, '', 0, 0}
+end
+
+local held = tonumber(f[2]) or 0
+local rest = tonumber(f[3]) or 0
+local paused = tonumber(f[4]) or 0
+local streak = tonumber(f[6]) or 0
+local ttl = tonumber(ARGV[2])
+local code, wait, left, estimate, keep, folds = 1, 0, 0, '', 0, 0
+local slot
+
+if ARGV[4] == '1' then
+  local every = tonumber(ARGV[3])
+  local phase = tonumber(ARGV[6])
+  slot = math.floor((now - phase) / every)
+  left = (slot + 1) * every + phase - now
+  keep = tonumber(ARGV[7])
+  -- Count this visit, weighted so that a slot's sum estimates the
+  -- processes that visit; fold a finished slot into the smoothed estimate,
+  -- and each slot that had no visit at all as a zero.
+  local vslot, visits, fleet = tonumber(f[7]), tonumber(f[8]) or 0, tonumber(f[9])
+  folds = tonumber(f[10]) or 0
+  if vslot ~= slot then
+    if vslot and vslot < slot then
+      if fleet then fleet = fleet + 0.25 * (visits - fleet) else fleet = visits end
+      fleet = fleet * 0.75 ^ math.min(slot - vslot - 1, 64)
+      folds = math.min(folds + 1, 99)
+      redis.call('HSET', key, 'folds', folds)
+    end
+    visits = 0
+  end
+  visits = visits + tonumber(ARGV[5])
+  redis.call('HSET', key, 'vslot', slot, 'visits', visits)
+  if fleet then
+    redis.call('HSET', key, 'fleet', fleet)
+  end
+  -- Until a slot has been folded, the count so far.
+  estimate = tostring(fleet or visits)
+  if paused > now then
+    code, wait = 4, paused - now
+  elseif tonumber(f[5]) == slot then
+    code, wait = 3, left
+  elseif f[1] and held > now then
+    code, wait = 2, held - now
+  end
+else
+  if paused > now then
+    code, wait = 4, paused - now
+  elseif f[1] and held > now then
+    code, wait = 2, held - now
+  elseif rest > now then
+    code, wait = 3, rest - now
+  end
+end
+
+if code == 1 then
+  held = now + ttl
+  redis.call('HSET', key, 'token', ARGV[1], 'held', held)
+  if slot then
+    redis.call('HSET', key, 'slot', slot)
+  end
+end
+if code == 1 or keep > 0 then
+  local life = math.max(held, rest, paused, now + keep) - now
+  if life > 0 then
+    redis.call('PEXPIRE', key, life)
+  end
+end
+return {code, wait, left, estimate, streak, folds}

@@ -1,0 +1,146 @@
+package recruiter
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// Automatic pace ([JobConfig] with Every and no Rate) runs a job about once
+// per slot: Redis's clock cut into Every-long slots, the same for every
+// process. The first visit of a slot to the job's lock takes the slot's
+// run; a visit that finds the run taken learns when the slot ends and
+// stays away until then.
+//
+// A process does not visit on every enlistment: it plans its visits in
+// time, at random gaps whose mean is the fleet's size in slots over
+// visitsPerSlot, so that the fleet's visits in a slot are about
+// visitsPerSlot whatever the traffic; the first enlistment after the
+// planned time visits. Between visits the job is cooling off, and a draw
+// that picks it is dismissed without a Redis call. A process late to its
+// plan (it had no enlistment) plans the next one earlier by as much.
+//
+// No process knows the fleet's size: each visit carries its weight, the
+// mean slots between its process's visits; the acquire script sums a
+// slot's weights (each process adds one per slot on average: the
+// Horvitz-Thompson estimator), smooths the sums over slots, and hands the
+// estimate back. So a process learns the fleet's size on the round trip it makes
+// anyway. A slot no one visited counts as zero, which shortens the gaps.
+
+// visitsPerSlot is what automatic pace aims for: the visits a slot gets,
+// fleet-wide. With independent visits a slot gets none with chance about
+// e^-2.5 = 8 %; each visit is one round trip.
+const visitsPerSlot = 2.5
+
+// paceYoung is how many slots the fleet's count must have seen before a
+// process keeps the gap it learns from it.
+const paceYoung = 8
+
+// backlogTimeShare bounds a backlog's pace: a process that knows of one
+// gives it at most this share of its time, the slices and their gaps.
+const backlogTimeShare = 0.25
+
+// pace is a process's plan for an automatically paced job.
+type pace struct {
+	gapMean  atomic.Int64 // ns: the mean gap between this process's visits, from the fleet's size
+	interval atomic.Int64 // ns: the mean gap as last planned, which a visit weighs
+	planned  atomic.Int64 // unix ns of the planned visit (at first: the job's registration)
+	late     atomic.Int64 // ns by which visits come after their plan, smoothed
+}
+
+// weight is what a visit adds to the fleet's count: the slots between
+// this process's visits, as planned (random gaps without memory, so its
+// visits come at that rate at any moment, even just after a fleet started
+// at once; its lateness is taken off its gaps), or its lateness if that
+// is longer; at least one, the count of a process that visits every
+// slot, or that has not yet learnt the pace.
+func (p *pace) weight(every time.Duration) float64 {
+	return min(max(float64(max(p.interval.Load(), p.late.Load()))/float64(every), 1), 1e9)
+}
+
+// plan learns from an acquire the fleet's size and plans the next visit:
+// a random gap of mean (size / visitsPerSlot) slots, less the lateness
+// of past visits, at the start of a slot; never before until, when the
+// acquire said the job cannot run.
+func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Time {
+	// Lateness, smoothed; the first is the wait for this process's first
+	// enlistment since it started, the best guess of its next waits.
+	late := max(now.UnixNano()-p.planned.Load(), 0)
+	if old := p.late.Load(); old != 0 {
+		late = old + (late-old)/4
+	}
+	p.late.Store(max(late, 1))
+	if g.fleet > 0 {
+		p.gapMean.Store(int64(g.fleet / visitsPerSlot * float64(every)))
+	}
+	mean := time.Duration(p.gapMean.Load())
+	gap := time.Duration(rand.ExpFloat64()*float64(mean)) - time.Duration(p.late.Load())
+	if young := paceYoung - g.folds; young > 0 && g.left > 0 {
+		// The estimate is young (the fleet, or this job, has just started):
+		// come back once it has settled, at a random slot of the next few,
+		// rather than keep a gap learnt from a count still growing.
+		mean = min(mean, time.Duration(young+2)*every)
+		gap = min(gap, g.left+time.Duration(young)*every+time.Duration(rand.Int64N(4))*every)
+	}
+	p.interval.Store(int64(mean))
+	next := now.Add(max(gap, 0))
+	// Aimed at the start of its slot: the run then begins early in the
+	// slot, and its lock expires before the next, so the slice needs no
+	// release (a round trip) at its end.
+	if end := now.Add(g.left); g.left > 0 && next.After(end) {
+		next = end.Add(next.Sub(end) / every * every)
+	}
+	if next.Before(until) {
+		next = until
+	}
+	p.planned.Store(next.UnixNano())
+	return next
+}
+
+// backlog plans the next slice of a job whose last slice, of duration d,
+// left a backlog, streak slices in a row: sooner with each, at most
+// backlogTimeShare of the process's time.
+func (p *pace) backlog(every, d time.Duration, streak int, now time.Time) time.Time {
+	gap := max(every>>min(streak, 62), time.Duration(float64(d)*(1/backlogTimeShare-1)))
+	next := now.Add(gap)
+	p.planned.Store(next.UnixNano())
+	return next
+}
+
+// floatBox is a float64 shared without a lock.
+type floatBox struct{ bits atomic.Uint64 }
+
+func (f *floatBox) Load() float64   { return math.Float64frombits(f.bits.Load()) }
+func (f *floatBox) Store(v float64) { f.bits.Store(math.Float64bits(v)) }
+
+// reshare sets each job's share of the roll: fixed rates as configured;
+// automatic jobs share what the fixed rates leave of 1 equally (their
+// cool-offs, not their shares, pace them).
+func (r *Recruiter) reshare() {
+	r.shareMu.Lock()
+	defer r.shareMu.Unlock()
+	entries := r.jobs.Load().entries
+	fixed, auto := 0.0, 0
+	for _, e := range entries {
+		if e.lock.auto {
+			auto++
+		} else {
+			fixed += e.cfg.Rate
+		}
+	}
+	for _, e := range entries {
+		if e.lock.auto {
+			e.share.Store(max(1-fixed, 0) / float64(auto))
+		}
+	}
+}
+
+// learn takes in what an acquire said of the job's pause.
+func (e *entry) learn(g grant, now time.Time) {
+	if g.state == lockPaused {
+		e.pausedUntil.Store(now.Add(g.wait).UnixNano())
+	} else {
+		e.pausedUntil.Store(0)
+	}
+}
