@@ -52,8 +52,8 @@ if ARGV[4] == '1' then
   folds = tonumber(f[10]) or 0
   if vslot ~= slot then
     if vslot and vslot < slot then
-      if fleet then fleet = fleet + 0.25 * (visits - fleet) else fleet = visits end
-      fleet = fleet * 0.75 ^ math.min(slot - vslot - 1, 64)
+      if fleet then fleet = fleet + 0.125 * (visits - fleet) else fleet = visits end
+      fleet = fleet * 0.875 ^ math.min(slot - vslot - 1, 64)
       folds = math.min(folds + 1, 99)
       redis.call('HSET', key, 'folds', folds)
     end

@@ -34,8 +34,15 @@ import (
 const visitsPerSlot = 2.5
 
 // paceYoung is how many slots the fleet's count must have seen before a
-// process keeps the gap it learns from it.
-const paceYoung = 8
+// process plans its gaps from it. Until then each process visits every
+// paceYoungGap slots on average (the count stays sound: each visit weighs
+// its process's mean gap), so a fleet that starts at once settles within
+// a few slots more, at a cost of about visits 1 + paceYoung/paceYoungGap
+// per process, once.
+const (
+	paceYoung    = 8
+	paceYoungGap = 2
+)
 
 // backlogTimeShare bounds a backlog's pace: a process that knows of one
 // gives it at most this share of its time, the slices and their gaps.
@@ -75,14 +82,10 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 		p.gapMean.Store(int64(g.fleet / visitsPerSlot * float64(every)))
 	}
 	mean := time.Duration(p.gapMean.Load())
-	gap := time.Duration(rand.ExpFloat64()*float64(mean)) - time.Duration(p.late.Load())
-	if young := paceYoung - g.folds; young > 0 && g.left > 0 {
-		// The estimate is young (the fleet, or this job, has just started):
-		// come back once it has settled, at a random slot of the next few,
-		// rather than keep a gap learnt from a count still growing.
-		mean = min(mean, time.Duration(young+2)*every)
-		gap = min(gap, g.left+time.Duration(young)*every+time.Duration(rand.Int64N(4))*every)
+	if g.left > 0 && g.folds < paceYoung {
+		mean = min(mean, paceYoungGap*every)
 	}
+	gap := time.Duration(rand.ExpFloat64()*float64(mean)) - time.Duration(p.late.Load())
 	p.interval.Store(int64(mean))
 	next := now.Add(max(gap, 0))
 	// Aimed at the start of its slot: the run then begins early in the

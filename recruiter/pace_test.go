@@ -124,8 +124,10 @@ func (f *paceFleet) measure(perEvery float64, settle, window time.Duration) pace
 	began, trips, enlisted := time.Now(), f.trips.Load(), f.enlisted.Load()
 	p := paceFigures{warmup: trips}
 	f.drive(ctx, perEvery, window)
+	// The window ends when its traffic does: a driver that fell behind on
+	// a loaded machine catches up after window.
+	ended := time.Now()
 	p.enlist = f.enlisted.Load() - enlisted
-	ended := began.Add(window)
 	p.trips = f.trips.Load() - trips
 	p.slots = float64(ended.Sub(began)) / float64(f.every)
 	f.mu.Lock()
@@ -160,7 +162,7 @@ func TestAutomaticPace(t *testing.T) {
 		t.Run(fmt.Sprintf("%d recruiters, %.0f enlistments per Every", c.recruiters, c.perEvery), func(t *testing.T) {
 			t.Parallel()
 			f := newPaceFleet(t, srv, c.recruiters, 4, every)
-			p := f.measure(c.perEvery, 30*every, 60*every)
+			p := f.measure(c.perEvery, 30*every, 120*every)
 			t.Log(p)
 			if p.cadence() < 0.85 || float64(p.runs) > p.slots+1 {
 				t.Errorf("%v: want at least 85%% of the Everys, and at most one more than them", p)
