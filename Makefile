@@ -82,6 +82,14 @@ bench-fleet: redis-server
 	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .
 	$${TMPDIR:-/tmp}/worksteal-bench $(ARGS)
 
+# The pace benchmark (about 10 minutes): automatic pace against fleet size
+# and traffic, recruiters in one process on a real redis-server; rewrites
+# its section of BENCHMARKS.md and bench/results/pace-*.svg.
+.PHONY: bench-pace
+bench-pace: redis-server
+	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .
+	$${TMPDIR:-/tmp}/worksteal-bench -pace $(ARGS)
+
 # go vet and staticcheck in every module; the browser tests (build tag
 # browser) are vetted too, without needing Chromium.
 lint:

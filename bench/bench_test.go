@@ -63,17 +63,17 @@ func TestHistogramQuantiles(t *testing.T) {
 // markers with the section to a document that has none.
 func TestSplice(t *testing.T) {
 	t.Parallel()
-	doc := "# Benchmarks\n\nhand-written\n\n" + markBegin + "\nold figures\n" + markEnd + "\n\n## after, by another helper\n"
-	got := string(splice([]byte(doc), "new figures\n"))
-	want := "# Benchmarks\n\nhand-written\n\n" + markBegin + "\nnew figures\n" + markEnd + "\n\n## after, by another helper\n"
+	doc := "# Benchmarks\n\nhand-written\n\n" + fleetMarks.begin + "\nold figures\n" + fleetMarks.end + "\n\n## after, by another helper\n"
+	got := string(splice([]byte(doc), fleetMarks, "new figures\n"))
+	want := "# Benchmarks\n\nhand-written\n\n" + fleetMarks.begin + "\nnew figures\n" + fleetMarks.end + "\n\n## after, by another helper\n"
 	if got != want {
 		t.Fatalf("splice:\n%s\nwant:\n%s", got, want)
 	}
-	if again := string(splice([]byte(got), "new figures\n")); again != got {
+	if again := string(splice([]byte(got), fleetMarks, "new figures\n")); again != got {
 		t.Errorf("a second splice of the same section changed the file:\n%s", again)
 	}
-	appended := string(splice([]byte("# Benchmarks\n\ntext\n"), "s\n"))
-	if want := "# Benchmarks\n\ntext\n\n" + markBegin + "\ns\n" + markEnd + "\n"; appended != want {
+	appended := string(splice([]byte("# Benchmarks\n\ntext\n"), fleetMarks, "s\n"))
+	if want := "# Benchmarks\n\ntext\n\n" + fleetMarks.begin + "\ns\n" + fleetMarks.end + "\n"; appended != want {
 		t.Errorf("without markers:\n%q\nwant\n%q", appended, want)
 	}
 }

@@ -12,10 +12,13 @@ import (
 	"time"
 )
 
-// The markers around the section this program owns in BENCHMARKS.md.
-const (
-	markBegin = "<!-- fleet:begin -->"
-	markEnd   = "<!-- fleet:end -->"
+// marks are the markers around a section this program owns in
+// BENCHMARKS.md: the fleet's, and the pace's (`-pace`).
+type marks struct{ begin, end string }
+
+var (
+	fleetMarks = marks{"<!-- fleet:begin -->", "<!-- fleet:end -->"}
+	paceMarks  = marks{"<!-- pace:begin -->", "<!-- pace:end -->"}
 )
 
 // report gathers the experiments' figures and writes them out.
@@ -62,34 +65,39 @@ func (r *report) command() string {
 // write renders the plots and the section, and splices the section into
 // the markdown file between its markers (appending them if missing).
 func (r *report) write() error {
-	if err := os.MkdirAll(r.opts.resultDir, 0o755); err != nil {
+	return writeSection(r.opts, fleetMarks, r.markdown(), r.charts())
+}
+
+// writeSection writes charts into o's results folder and section between
+// m in o's markdown file (or to stdout).
+func writeSection(o options, m marks, section string, charts map[string]chart) error {
+	if err := os.MkdirAll(o.resultDir, 0o755); err != nil {
 		return err
 	}
-	for name, c := range r.charts() {
-		if err := os.WriteFile(filepath.Join(r.opts.resultDir, name), []byte(c.svg()), 0o644); err != nil {
+	for name, c := range charts {
+		if err := os.WriteFile(filepath.Join(o.resultDir, name), []byte(c.svg()), 0o644); err != nil {
 			return err
 		}
 	}
-	section := r.markdown()
-	if r.opts.markdown == "" {
+	if o.markdown == "" {
 		fmt.Print(section)
 		return nil
 	}
-	old, err := os.ReadFile(r.opts.markdown)
+	old, err := os.ReadFile(o.markdown)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	next := splice(old, section)
-	logf("wrote the fleet section of %s and %d plots in %s", r.opts.markdown, len(r.charts()), r.opts.resultDir)
-	return os.WriteFile(r.opts.markdown, next, 0o644)
+	next := splice(old, m, section)
+	logf("wrote a section of %s and %d plots in %s", o.markdown, len(charts), o.resultDir)
+	return os.WriteFile(o.markdown, next, 0o644)
 }
 
 // splice replaces what lies between the markers, leaving every other byte
 // as it was; without markers it appends them, with the section, at the end.
-func splice(doc []byte, section string) []byte {
-	body := []byte(markBegin + "\n" + section + markEnd)
-	i := bytes.Index(doc, []byte(markBegin))
-	j := bytes.Index(doc, []byte(markEnd))
+func splice(doc []byte, m marks, section string) []byte {
+	body := []byte(m.begin + "\n" + section + m.end)
+	i := bytes.Index(doc, []byte(m.begin))
+	j := bytes.Index(doc, []byte(m.end))
 	if i < 0 || j < i {
 		out := bytes.TrimRight(doc, "\n")
 		if len(out) > 0 {
@@ -99,7 +107,7 @@ func splice(doc []byte, section string) []byte {
 	}
 	out := append([]byte{}, doc[:i]...)
 	out = append(out, body...)
-	return append(out, doc[j+len(markEnd):]...)
+	return append(out, doc[j+len(m.end):]...)
 }
 
 // lockBound is the recruiter's round trips per second per process that

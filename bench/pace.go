@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/worksteal/worksteal/internal/pacefleet"
+)
+
+// The pace benchmark (`-pace`, `make bench-pace`): automatic pace against
+// fleet size and against traffic. Recruiters in this process stand for
+// processes (pacefleet), on the run's own redis-server.
+
+const paceEvery = 500 * time.Millisecond
+
+// paceRow is one fleet at one traffic.
+type paceRow struct {
+	Processes int
+	PerEvery  float64 // enlistments per Every, fleet-wide
+	pacefleet.Figures
+}
+
+// pacePlan is the sweep: fleet sizes at five fast exits per second per
+// process (at least ten per Every in all), then traffics at 100 processes.
+func pacePlan(quick bool) (sizes []int, traffics []float64) {
+	if quick {
+		return []int{1, 100, 1000}, []float64{10, 1000}
+	}
+	return []int{1, 10, 100, 1000}, []float64{3, 10, 100, 1000, 10000}
+}
+
+// paceTraffic is the traffic of the fleet-size sweep.
+func paceTraffic(n int) float64 {
+	return max(10, float64(n)*5*paceEvery.Seconds())
+}
+
+// runPaceBench runs the sweep and writes its section and plots.
+func runPaceBench(ctx context.Context, o options) error {
+	began := time.Now()
+	e, err := startEnv(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer killAll()
+	settle, window := 30*paceEvery, 100*paceEvery
+	if o.quick {
+		settle, window = 20*paceEvery, 40*paceEvery
+	}
+	done := map[[2]float64]paceRow{}
+	point := func(n int, perEvery float64) (paceRow, error) {
+		if row, ok := done[[2]float64{float64(n), perEvery}]; ok {
+			return row, nil
+		}
+		prefix := fmt.Sprintf("pace-%d-%g", n, perEvery)
+		f, err := pacefleet.Start(e.addr, prefix, n, 4, paceEvery)
+		if err != nil {
+			return paceRow{}, err
+		}
+		row := paceRow{Processes: n, PerEvery: perEvery, Figures: f.Measure(ctx, perEvery, settle, window)}
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := f.Close(cctx); err != nil {
+			return row, err
+		}
+		if err := ctx.Err(); err != nil {
+			return row, err
+		}
+		logf("pace: %d processes, %.0f fast exits per Every: %v", n, perEvery, row.Figures)
+		done[[2]float64{float64(n), perEvery}] = row
+		return row, nil
+	}
+	sizes, traffics := pacePlan(o.quick)
+	var bySize, byTraffic []paceRow
+	for _, n := range sizes {
+		row, err := point(n, paceTraffic(n))
+		if err != nil {
+			return err
+		}
+		bySize = append(bySize, row)
+	}
+	for _, t := range traffics {
+		row, err := point(100, t)
+		if err != nil {
+			return err
+		}
+		byTraffic = append(byTraffic, row)
+	}
+	section := paceMarkdown(o, describeMachine(e.redisVersion), time.Since(began), settle, window, bySize, byTraffic)
+	return writeSection(o, paceMarks, section, map[string]chart{
+		"pace-fleet.svg":   paceChart("Automatic pace against fleet size (5 fast exits/s per process)", "processes (log)", bySize, func(r paceRow) float64 { return float64(r.Processes) }),
+		"pace-traffic.svg": paceChart("Automatic pace against traffic (100 processes)", "fast exits per Every, fleet-wide (log)", byTraffic, func(r paceRow) float64 { return r.PerEvery }),
+	})
+}
+
+// paceChart plots runs per Every and round trips per run against x, with
+// the issue's targets.
+func paceChart(title, xLabel string, rows []paceRow, x func(paceRow) float64) chart {
+	zero := 0.0
+	c := chart{Title: title, XLabel: xLabel, YLabel: "per Every / per run", LogX: true, YMin: &zero}
+	runs := series{Name: "runs per Every", Points: true}
+	trips := series{Name: "round trips per run (fleet)", Points: true}
+	for _, r := range rows {
+		runs.X, runs.Y = append(runs.X, x(r)), append(runs.Y, r.Cadence())
+		trips.X, trips.Y = append(trips.X, x(r)), append(trips.Y, r.TripsPerRun())
+	}
+	lo, hi := x(rows[0]), x(rows[len(rows)-1])
+	c.Series = []series{runs, trips,
+		{Name: "target: at least 0.85 runs per Every", X: []float64{lo, hi}, Y: []float64{0.85, 0.85}, Dashed: true, Color: palette[0]},
+		{Name: "target: at most 4 round trips per run", X: []float64{lo, hi}, Y: []float64{4, 4}, Dashed: true, Color: palette[1]},
+	}
+	return c
+}
+
+func paceMarkdown(o options, machine string, took, settle, window time.Duration, bySize, byTraffic []paceRow) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	cmd := "make bench-pace"
+	if o.quick {
+		cmd = "go run ./bench -pace -quick"
+	}
+	p("## Automatic pace: cadence and round trips, 1 to 1,000 processes (`%s`)", cmd)
+	p("")
+	p("Written by `bench/` (`%s`, %v on %s); do not edit this section by hand, rerun the command.", cmd, took.Round(time.Second), time.Now().Format("2006-01-02"))
+	p("Machine: %s.", machine)
+	p("Recruiters in one process stand for the processes of a fleet (4 shared clients), with one job at `Every: %v` and no `Rate`, and its slices take no time. Fast exits come open-loop at random recruiters; each recruiter's first comes first, as when a fleet starts at once. After %d Everys of settling, a window of %d Everys counts the job's runs and every round trip of every recruiter (lock calls and releases). The targets: at least 0.85 runs per Every, at most 4 round trips per run.", paceEvery, int(settle/paceEvery), int(window/paceEvery))
+	if o.quick {
+		p("")
+		p("**Quick run (`-quick`): short windows, for development only; not figures to quote.**")
+	}
+	table := func(rows []paceRow) {
+		p("")
+		p("| processes | fast exits per Every | runs per Every | round trips per run | round trips before the window: start-up and settling (per process) |")
+		p("|---|---|---|---|---|")
+		for _, r := range rows {
+			p("| %s | %s | %.2f | %.2f | %s (%.1f) |", num(float64(r.Processes)), num(r.PerEvery), r.Cadence(), r.TripsPerRun(), num(float64(r.Warmup)), float64(r.Warmup)/float64(r.Processes))
+		}
+	}
+	p("")
+	p("### Against fleet size")
+	p("")
+	p("Five fast exits per second per process, at least ten per Every in all.")
+	table(bySize)
+	p("")
+	p("![runs per Every and round trips per run against fleet size](bench/results/pace-fleet.svg)")
+	p("")
+	p("### Against traffic")
+	p("")
+	p("100 processes.")
+	table(byTraffic)
+	p("")
+	p("![runs per Every and round trips per run against traffic](bench/results/pace-traffic.svg)")
+	p("")
+	p("Below about three fast exits per Every a process rarely has one when its visit is due, and slots are missed (docs/pacing.md, Limits); `Config.IdleFallback` covers a fleet without traffic.")
+	return b.String()
+}

@@ -1,0 +1,153 @@
+// Package pacefleet runs many recruiters in one process, each standing for
+// a process of a fleet, with one automatically paced job, and measures the
+// job's cadence and the fleet's round trips per run. The recruiter's test
+// of automatic pace and the pace benchmark (`make bench-pace`) share it.
+package pacefleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// Fleet is n recruiters sharing a few clients of one Redis and one job,
+// "tidy", paced automatically at Every.
+type Fleet struct {
+	recs     []*recruiter.Recruiter
+	rdbs     []*redis.Client
+	every    time.Duration
+	trips    redistest.RoundTrips // every recruiter's round trips
+	fresh    atomic.Int64         // recruiters that have had their first enlistment
+	enlisted atomic.Int64         // enlistments made
+
+	mu     sync.Mutex
+	starts []time.Time // of the job's slices, fleet-wide
+}
+
+// Start starts n recruiters on clients clients of the Redis at addr, their
+// keys under prefix, with the job at Every every and no Rate. The
+// pressure gate is off: a fleet of one process's recruiters would read
+// its own load as every process's.
+func Start(addr, prefix string, n, clients int, every time.Duration) (*Fleet, error) {
+	f := &Fleet{every: every}
+	for range clients {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
+		rdb.AddHook(&f.trips)
+		f.rdbs = append(f.rdbs, rdb)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	job := recruiter.Func("tidy", func(context.Context) (recruiter.Report, error) {
+		f.mu.Lock()
+		f.starts = append(f.starts, time.Now())
+		f.mu.Unlock()
+		return recruiter.Report{Items: 1}, nil
+	})
+	for i := range n {
+		rec, err := recruiter.New(f.rdbs[i%clients], recruiter.Config{Inline: true, Prefix: prefix, Logger: quiet, Pressure: -1})
+		if err == nil {
+			f.recs = append(f.recs, rec)
+			err = rec.Register(job, recruiter.JobConfig{Every: every})
+		}
+		if err != nil {
+			return nil, errors.Join(err, f.Close(context.Background()))
+		}
+	}
+	return f, nil
+}
+
+// Close shuts every recruiter down and closes the clients.
+func (f *Fleet) Close(ctx context.Context) error {
+	var errs []error
+	for _, rec := range f.recs {
+		errs = append(errs, rec.Shutdown(ctx))
+	}
+	for _, rdb := range f.rdbs {
+		errs = append(errs, rdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// drive enlists at random recruiters, perEvery times per Every in all, for
+// d, from a few goroutines on an open-loop schedule (a late one catches
+// up rather than lowering the rate). The first enlistments go to the
+// recruiters that have had none, one each, as a fleet's first requests
+// reach processes that have just started.
+func (f *Fleet) drive(ctx context.Context, perEvery float64, d time.Duration) {
+	const workers = 8
+	interval := time.Duration(float64(f.every) / perEvery * workers)
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			next := time.Now().Add(time.Duration(w) * interval / workers)
+			for next.Before(end) && ctx.Err() == nil {
+				if wait := time.Until(next); wait > 0 {
+					time.Sleep(wait)
+				}
+				i := int(f.fresh.Add(1)) - 1
+				if i >= len(f.recs) {
+					i = rand.IntN(len(f.recs))
+				}
+				f.recs[i].Enlist(ctx)
+				f.enlisted.Add(1)
+				next = next.Add(interval)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Figures are what a window of a fleet's run shows.
+type Figures struct {
+	Slots    float64 // the window's length in Everys
+	Runs     int     // slices that began in the window
+	Trips    int64   // round trips in the window, fleet-wide
+	Enlisted int64   // enlistments in the window
+	Warmup   int64   // round trips before the window, as the fleet started and its pace settled
+}
+
+// Cadence is the runs per Every.
+func (p Figures) Cadence() float64 { return float64(p.Runs) / p.Slots }
+
+// TripsPerRun is the fleet's round trips per run of the job.
+func (p Figures) TripsPerRun() float64 { return float64(p.Trips) / float64(max(p.Runs, 1)) }
+
+func (p Figures) String() string {
+	return fmt.Sprintf("%d runs in %.0f Everys (%.0f%%), %d round trips (%.2f per run; before: %d), %.0f enlistments per Every",
+		p.Runs, p.Slots, 100*p.Cadence(), p.Trips, p.TripsPerRun(), p.Warmup, float64(p.Enlisted)/p.Slots)
+}
+
+// Measure drives the fleet, perEvery enlistments per Every in all, until
+// each recruiter has had one and for settle more, so that its pace
+// settles, then for window, and counts the window's runs and round trips.
+// The window ends when its traffic does: a driver that fell behind on a
+// loaded machine catches up after window.
+func (f *Fleet) Measure(ctx context.Context, perEvery float64, settle, window time.Duration) Figures {
+	f.drive(ctx, perEvery, time.Duration(float64(len(f.recs))/perEvery*float64(f.every))+settle)
+	began, trips, enlisted := time.Now(), f.trips.Load(), f.enlisted.Load()
+	p := Figures{Warmup: trips}
+	f.drive(ctx, perEvery, window)
+	ended := time.Now()
+	p.Enlisted = f.enlisted.Load() - enlisted
+	p.Trips = f.trips.Load() - trips
+	p.Slots = float64(ended.Sub(began)) / float64(f.every)
+	f.mu.Lock()
+	for _, s := range f.starts {
+		if !s.Before(began) && s.Before(ended) {
+			p.Runs++
+		}
+	}
+	f.mu.Unlock()
+	return p
+}
