@@ -134,7 +134,7 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 		p("| processes | fast exits per Every | runs per Every | round trips per run | round trips before the window: start-up and settling (per process) |")
 		p("|---|---|---|---|---|")
 		for _, r := range rows {
-			p("| %s | %s | %.2f | %.2f | %s (%.1f) |", num(float64(r.Processes)), num(r.PerEvery), r.Cadence(), r.TripsPerRun(), num(float64(r.Warmup)), float64(r.Warmup)/float64(r.Processes))
+			p("| %s | %s | %.2f | %.2f | %s (%.1f) |", count(r.Processes), count(int(r.PerEvery)), r.Cadence(), r.TripsPerRun(), count(int(r.Warmup)), float64(r.Warmup)/float64(r.Processes))
 		}
 	}
 	p("")
@@ -154,4 +154,12 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	p("")
 	p("Below about three fast exits per Every a process rarely has one when its visit is due, and slots are missed (docs/pacing.md, Limits); `Config.IdleFallback` covers a fleet without traffic.")
 	return b.String()
+}
+
+// count writes a whole number with thousands separators.
+func count(n int) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return num(float64(n))
 }
