@@ -29,8 +29,13 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64)
 func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
 
 func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res result, hung bool) {
+	// A visit that continues this process's backlog (pace.backlog planned
+	// it) weighs nothing: the fleet's count sums the random visits that
+	// plan makes, and a streak's visits, several a slot, would swell it, so
+	// that the fleet would come back less often once the backlog ends.
 	var weight float64
-	if e.lock.auto {
+	continuing := e.lock.auto && e.backlog.Load()
+	if e.lock.auto && !continuing {
 		weight = e.pace.weight(e.cfg.Every)
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
@@ -40,6 +45,11 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
+	}
+	if continuing && g.state != lockTaken {
+		// Another process carries the backlog on, or it has ended: this
+		// process's next visits are plan's again.
+		e.backlog.Store(false)
 	}
 	taken := r.now()
 	e.learn(g, taken)
