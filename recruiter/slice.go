@@ -241,16 +241,22 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 }
 
 // finish hands the lock on. A clean slice that reports a backlog
-// releases it at once. Under automatic pace the slot's run is taken: the
-// process stays away until its planned visit (until), and the lock is
-// left to expire, with no round trip, unless it would outlive the slot or
-// a backlog streak must end. Under a fixed rate with Every the lock
-// becomes the job's cooldown; without Every it is released, with this
-// process resting the job for one budget so that an idle job cannot turn
-// request traffic into Redis traffic.
+// releases it at once; under automatic pace, so does a slice of a backlog
+// streak that caught up but found items, and the streak winds down.
+// Otherwise, under automatic pace the slot's run is taken: the process
+// stays away until its planned visit (until), and the lock is left to
+// expire, with no round trip, unless it would outlive the slot or a
+// backlog streak must end. Under a fixed rate with Every the lock becomes
+// the job's cooldown; without Every it is released, with this process
+// resting the job for one budget so that an idle job cannot turn request
+// traffic into Redis traffic.
 func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant, taken, until time.Time, res result) {
 	more := res.Outcome == OutcomeRan && res.More
-	e.backlog.Store(more)
+	// A slice of a streak that caught up but found items: the producer
+	// may still be at work, so the streak winds down, a slice at a time,
+	// rather than end; one that finds nothing ends it.
+	found := e.lock.auto && g.streak > 0 && res.Outcome == OutcomeRan && !res.More && res.Items > 0
+	e.backlog.Store(more || found)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
@@ -261,6 +267,9 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant,
 	case more && e.lock.auto:
 		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak+1, now))
 		err = e.lock.release(fctx, r.rdb, token, releaseMore)
+	case found:
+		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak-1, now))
+		err = e.lock.release(fctx, r.rdb, token, releaseLess)
 	case more:
 		err = e.lock.release(fctx, r.rdb, token, releasePlain)
 	case e.lock.auto && g.streak > 0:
