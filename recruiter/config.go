@@ -175,7 +175,9 @@ type JobConfig struct {
 	// times in any window, and in nearly every slot while the fleet
 	// enlists ten times per Every or more. Two runs may come closer than
 	// Every across a slot's boundary. A slice that reports More is
-	// continued at once, at a pace that rises with the backlog.
+	// continued soon, at a pace that rises with the backlog (up to a
+	// quarter of a process's time) and winds down as slices catch up;
+	// a slice that finds nothing brings it back to once per Every.
 	//
 	// With Rate, the job runs at most once per Every: after a slice that
 	// reports no More, the job's lock stays in Redis as a cooldown until

@@ -167,7 +167,8 @@ func (l jobLock) refresh(ctx context.Context, rdb redis.Scripter, token string, 
 // Marks of a release, for automatic pace.
 const (
 	releasePlain = ""     // nothing to say
-	releaseMore  = "more" // the slice left a backlog: its slot opens again
+	releaseMore  = "more" // the slice left a backlog: its slot opens again, the streak grows
+	releaseLess  = "less" // the slice caught up with a backlog but found items: its slot opens again, the streak shrinks
 	releaseDone  = "done" // a backlog streak ended
 )
 

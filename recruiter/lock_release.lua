@@ -2,7 +2,9 @@
 -- KEYS[1]: the job's lock key (a hash: see lock_acquire.lua)
 -- ARGV[1]: our token
 -- ARGV[2]: 'more' (automatic pace: the slice left a backlog, so its slot
--- opens again and the streak grows), 'done' (the streak ends), or ''
+-- opens again and the streak grows), 'less' (the slice caught up with a
+-- backlog but found items: its slot opens again and the streak shrinks),
+-- 'done' (the streak ends), or ''
 -- Returns 1 if released, 0 if the lock was no longer ours.
 local key = KEYS[1]
 if redis.call('HGET', key, 'token') ~= ARGV[1] then
@@ -12,6 +14,14 @@ redis.call('HDEL', key, 'token', 'held')
 if ARGV[2] == 'more' then
   redis.call('HDEL', key, 'slot')
   redis.call('HSET', key, 'streak', (tonumber(redis.call('HGET', key, 'streak')) or 0) + 1)
+elseif ARGV[2] == 'less' then
+  redis.call('HDEL', key, 'slot')
+  local streak = (tonumber(redis.call('HGET', key, 'streak')) or 1) - 1
+  if streak > 0 then
+    redis.call('HSET', key, 'streak', streak)
+  else
+    redis.call('HDEL', key, 'streak')
+  end
 elseif ARGV[2] == 'done' then
   redis.call('HDEL', key, 'streak')
 end

@@ -234,6 +234,55 @@ func TestMoreReleasesTheLock(t *testing.T) {
 	}
 }
 
+// TestBacklogStreak: under automatic pace a slice that reports More
+// reopens its slot and grows the streak, and its process comes back after
+// Every/2^streak; a slice of a streak that caught up but found items
+// reopens the slot too and shrinks the streak; one that finds nothing ends
+// the streak and keeps the slot's run. Only the visit that began the streak counts towards the fleet's
+// size: the streak's own would swell it. Every is a week, so that Redis's
+// slot does not turn during the test.
+func TestBacklogStreak(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock()
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "streak"}, fixedRoll(0), clock.Now))
+	reports := []recruiter.Report{{Items: 5, More: true}, {Items: 5, More: true}, {Items: 2}, {}}
+	var runs atomic.Int32
+	mustRegister(t, b.rec, recruiter.Func("drain", func(context.Context) (recruiter.Report, error) {
+		return reports[runs.Add(1)-1], nil
+	}), recruiter.JobConfig{Every: recruiter.EveryMax})
+	ctx := context.Background()
+	want := func(wantStreak string, wantSlot bool) {
+		t.Helper()
+		h, err := b.rdb.HGetAll(ctx, "streak:lock:drain").Result()
+		if err != nil || h["streak"] != wantStreak || (h["slot"] != "") != wantSlot || h["visits"] != "1" {
+			t.Fatalf("after slice %d the lock is %v (%v); want streak %q, a slot %v, visits 1", runs.Load(), h, err, wantStreak, wantSlot)
+		}
+	}
+	// next is the next slice, after the given cool-off and not a moment before.
+	next := func(after time.Duration) {
+		t.Helper()
+		n := runs.Load()
+		clock.Advance(after - time.Second)
+		b.rec.Enlist(ctx)
+		clock.Advance(time.Second)
+		b.rec.Enlist(ctx)
+		if got := runs.Load() - n; got != 1 {
+			t.Fatalf("%d slices ran in a cool-off of %v and just after it, want 1, after it", got, after)
+		}
+	}
+	b.rec.Enlist(ctx)
+	want("1", false) // More: the slot opens again
+	next(recruiter.EveryMax / 2)
+	want("2", false) // More again
+	next(recruiter.EveryMax / 4)
+	want("1", false) // caught up but found items: the streak winds down
+	next(recruiter.EveryMax / 2)
+	want("", true) // found nothing: the streak ends, the slot's run is taken
+	if js := jobStats(t, b.rec, "drain"); js.Ran != 4 || js.Items != 12 || js.SkippedGate != 3 {
+		t.Fatalf("stats = %+v, want 4 ran, 12 items, 3 gated by the cool-off", js)
+	}
+}
+
 // TestLockOnCluster: the lock and its scripts work on a 3-master cluster,
 // with jobs whose keys land on different masters.
 func TestLockOnCluster(t *testing.T) {

@@ -101,9 +101,11 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	return next
 }
 
-// backlog plans the next slice of a job whose last slice, of duration d,
-// left a backlog, streak slices in a row: sooner with each, at most
-// backlogTimeShare of the process's time.
+// backlog plans the next slice of a job in a backlog streak, after its
+// last slice, of duration d: Every/2^streak later, sooner as slices that
+// report More grow the streak and later as slices that catch up shrink
+// it, but never so soon that the slices take more than backlogTimeShare
+// of the process's time.
 func (p *pace) backlog(every, d time.Duration, streak int, now time.Time) time.Time {
 	gap := max(every>>min(streak, 62), time.Duration(float64(d)*(1/backlogTimeShare-1)))
 	next := now.Add(gap)

@@ -29,8 +29,13 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64)
 func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
 
 func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res result, hung bool) {
+	// A visit that continues this process's backlog (pace.backlog planned
+	// it) weighs nothing: the fleet's count sums the random visits that
+	// plan makes, and a streak's visits, several a slot, would swell it, so
+	// that the fleet would come back less often once the backlog ends.
 	var weight float64
-	if e.lock.auto {
+	continuing := e.lock.auto && e.backlog.Load()
+	if e.lock.auto && !continuing {
 		weight = e.pace.weight(e.cfg.Every)
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
@@ -40,6 +45,11 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
+	}
+	if continuing && g.state != lockTaken {
+		// Another process carries the backlog on, or it has ended: this
+		// process's next visits are plan's again.
+		e.backlog.Store(false)
 	}
 	taken := r.now()
 	e.learn(g, taken)
@@ -231,16 +241,22 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 }
 
 // finish hands the lock on. A clean slice that reports a backlog
-// releases it at once. Under automatic pace the slot's run is taken: the
-// process stays away until its planned visit (until), and the lock is
-// left to expire, with no round trip, unless it would outlive the slot or
-// a backlog streak must end. Under a fixed rate with Every the lock
-// becomes the job's cooldown; without Every it is released, with this
-// process resting the job for one budget so that an idle job cannot turn
-// request traffic into Redis traffic.
+// releases it at once; under automatic pace, so does a slice of a backlog
+// streak that caught up but found items, and the streak winds down.
+// Otherwise, under automatic pace the slot's run is taken: the process
+// stays away until its planned visit (until), and the lock is left to
+// expire, with no round trip, unless it would outlive the slot or a
+// backlog streak must end. Under a fixed rate with Every the lock becomes
+// the job's cooldown; without Every it is released, with this process
+// resting the job for one budget so that an idle job cannot turn request
+// traffic into Redis traffic.
 func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant, taken, until time.Time, res result) {
 	more := res.Outcome == OutcomeRan && res.More
-	e.backlog.Store(more)
+	// A slice of a streak that caught up but found items: the producer
+	// may still be at work, so the streak winds down, a slice at a time,
+	// rather than end; one that finds nothing ends it.
+	found := e.lock.auto && g.streak > 0 && res.Outcome == OutcomeRan && !res.More && res.Items > 0
+	e.backlog.Store(more || found)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
@@ -251,6 +267,9 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant,
 	case more && e.lock.auto:
 		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak+1, now))
 		err = e.lock.release(fctx, r.rdb, token, releaseMore)
+	case found:
+		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak-1, now))
+		err = e.lock.release(fctx, r.rdb, token, releaseLess)
 	case more:
 		err = e.lock.release(fctx, r.rdb, token, releasePlain)
 	case e.lock.auto && g.streak > 0:
