@@ -34,9 +34,10 @@
 // retry: a lock held elsewhere means "skipped", never "wait". The slice's
 // context ends at [JobConfig.Budget], before the lock expires (budget +
 // max(budget/2, 250ms)). After the slice, a [Report] with More releases
-// the lock at once so the next recruit continues the backlog; otherwise,
-// with [JobConfig.Every], the key stays as a cluster-wide cooldown;
-// without it, the lock is released. A slice that overruns keeps its lock
+// the lock at once so that a later recruit continues the backlog (under
+// automatic pace, sooner with each such slice); otherwise, with
+// [JobConfig.Every], the key stays as a cluster-wide cooldown; without
+// it, the lock is released. A slice that overruns keeps its lock
 // alive while it runs; one still running at twice the lock's TTL is hung:
 // its slot is freed, and its job stays taken until it returns.
 //
