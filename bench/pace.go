@@ -38,7 +38,7 @@ func paceTraffic(n int) float64 {
 
 // runPaceBench runs the sweep and writes its section and plots.
 func runPaceBench(ctx context.Context, o options) error {
-	began := time.Now()
+	began, loadBefore := time.Now(), loadAverage()
 	e, err := startEnv(ctx, o)
 	if err != nil {
 		return err
@@ -87,7 +87,8 @@ func runPaceBench(ctx context.Context, o options) error {
 		}
 		byTraffic = append(byTraffic, row)
 	}
-	section := paceMarkdown(o, describeMachine(e.redisVersion), time.Since(began), settle, window, bySize, byTraffic)
+	machine := fmt.Sprintf("%s; load average (1 min) %s when the run began, %s when it ended", describeMachine(e.redisVersion), loadBefore, loadAverage())
+	section := paceMarkdown(o, machine, time.Since(began), settle, window, bySize, byTraffic)
 	return writeSection(o, paceMarks, section, map[string]chart{
 		"pace-fleet.svg":   paceChart("Automatic pace against fleet size (5 fast exits/s per process)", "processes (log)", bySize, func(r paceRow) float64 { return float64(r.Processes) }),
 		"pace-traffic.svg": paceChart("Automatic pace against traffic (100 processes)", "fast exits per Every, fleet-wide (log)", byTraffic, func(r paceRow) float64 { return r.PerEvery }),
@@ -152,7 +153,7 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	p("")
 	p("![runs per Every and round trips per run against traffic](bench/results/pace-traffic.svg)")
 	p("")
-	p("Below about three fast exits per Every a process rarely has one when its visit is due, and slots are missed (docs/pacing.md, Limits); `Config.IdleFallback` covers a fleet without traffic.")
+	p("A slot in which no process of the fleet has a fast exit cannot run the job: with fewer fast exits than about one per Every, the cadence is the share of slots that have one (docs/pacing.md, Limits); `Config.IdleFallback` covers a fleet without traffic.")
 	return b.String()
 }
 

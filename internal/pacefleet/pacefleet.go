@@ -115,6 +115,18 @@ type Figures struct {
 	Trips    int64   // round trips in the window, fleet-wide
 	Enlisted int64   // enlistments in the window
 	Warmup   int64   // round trips before the window, as the fleet started and its pace settled
+	Locked   uint64  // visits in the window that found a slice running
+	Taken    uint64  // visits in the window that found the slot's run taken
+	Failed   uint64  // slices and visits in the window that failed (Redis errors, timeouts)
+}
+
+// outcomes sums the fleet's visits that did not run the job.
+func (f *Fleet) outcomes() (locked, taken, failed uint64) {
+	for _, rec := range f.recs {
+		js := rec.Stats().Jobs[0]
+		locked, taken, failed = locked+js.SkippedLocked, taken+js.SkippedCooldown, failed+js.Failed()
+	}
+	return locked, taken, failed
 }
 
 // Cadence is the runs per Every.
@@ -124,8 +136,8 @@ func (p Figures) Cadence() float64 { return float64(p.Runs) / p.Slots }
 func (p Figures) TripsPerRun() float64 { return float64(p.Trips) / float64(max(p.Runs, 1)) }
 
 func (p Figures) String() string {
-	return fmt.Sprintf("%d runs in %.0f Everys (%.0f%%), %d round trips (%.2f per run; before: %d), %.0f enlistments per Every",
-		p.Runs, p.Slots, 100*p.Cadence(), p.Trips, p.TripsPerRun(), p.Warmup, float64(p.Enlisted)/p.Slots)
+	return fmt.Sprintf("%d runs in %.0f Everys (%.0f%%), %d round trips (%.2f per run; before: %d), %.0f enlistments per Every; visits that found the run taken %d, a slice running %d; failed %d",
+		p.Runs, p.Slots, 100*p.Cadence(), p.Trips, p.TripsPerRun(), p.Warmup, float64(p.Enlisted)/p.Slots, p.Taken, p.Locked, p.Failed)
 }
 
 // Measure drives the fleet, perEvery enlistments per Every in all, until
@@ -137,8 +149,11 @@ func (f *Fleet) Measure(ctx context.Context, perEvery float64, settle, window ti
 	f.drive(ctx, perEvery, time.Duration(float64(len(f.recs))/perEvery*float64(f.every))+settle)
 	began, trips, enlisted := time.Now(), f.trips.Load(), f.enlisted.Load()
 	p := Figures{Warmup: trips}
+	locked, taken, failed := f.outcomes()
 	f.drive(ctx, perEvery, window)
 	ended := time.Now()
+	l, t, e := f.outcomes()
+	p.Locked, p.Taken, p.Failed = l-locked, t-taken, e-failed
 	p.Enlisted = f.enlisted.Load() - enlisted
 	p.Trips = f.trips.Load() - trips
 	p.Slots = float64(ended.Sub(began)) / float64(f.every)
