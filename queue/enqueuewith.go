@@ -19,7 +19,7 @@ var (
 const (
 	delayMax       = 365 * 24 * time.Hour
 	maxAttemptsMax = 1000
-	uniqueMax      = 256
+	uniqueMax      = 512
 	uniqueForMax   = 365 * 24 * time.Hour
 )
 
@@ -44,7 +44,7 @@ type EnqueueOptions struct {
 	// returns that item's id and duplicate true, and drops this payload.
 	// The key is held until its item is acked, dead-lettered or purged,
 	// or until UniqueFor has passed, whichever comes first. Keys are
-	// per queue, any bytes, 1 to 256 of them; "" means no key.
+	// per queue, any bytes, 1 to 512 of them; "" means no key.
 	Unique string
 	// UniqueFor is the longest a unique key is held, counted by Redis's
 	// clock from the enqueue (rounded up to the ms): past it, an enqueue

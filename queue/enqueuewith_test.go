@@ -320,7 +320,7 @@ func TestEnqueueWithRejectsBadInput(t *testing.T) {
 		{"largest delay", "x", queue.EnqueueOptions{Delay: math.MaxInt64}, queue.ErrInvalidArgument, "Delay"},
 		{"negative attempts", "x", queue.EnqueueOptions{MaxAttempts: -1}, queue.ErrInvalidArgument, "MaxAttempts"},
 		{"absurd attempts", "x", queue.EnqueueOptions{MaxAttempts: 1001}, queue.ErrInvalidArgument, "MaxAttempts"},
-		{"unique key too long", "x", queue.EnqueueOptions{Unique: strings.Repeat("k", 257), UniqueFor: time.Minute}, queue.ErrInvalidArgument, "Unique key of 257 bytes"},
+		{"unique key too long", "x", queue.EnqueueOptions{Unique: strings.Repeat("k", 513), UniqueFor: time.Minute}, queue.ErrInvalidArgument, "Unique key of 513 bytes"},
 		{"unique key without a lifetime", "x", queue.EnqueueOptions{Unique: "k"}, queue.ErrInvalidArgument, "UniqueFor"},
 		{"unique key negative lifetime", "x", queue.EnqueueOptions{Unique: "k", UniqueFor: -time.Second}, queue.ErrInvalidArgument, "UniqueFor"},
 		{"unique key absurd lifetime", "x", queue.EnqueueOptions{Unique: "k", UniqueFor: year + 1}, queue.ErrInvalidArgument, "UniqueFor"},
@@ -337,7 +337,7 @@ func TestEnqueueWithRejectsBadInput(t *testing.T) {
 		t.Fatalf("bad input wrote %v (%v)", keys, err)
 	}
 	// The bounds themselves are valid.
-	mustEnqueueWith(t, b.q, "x", queue.EnqueueOptions{Delay: year, MaxAttempts: 1000, Unique: strings.Repeat("k", 256), UniqueFor: year}, false)
+	mustEnqueueWith(t, b.q, "x", queue.EnqueueOptions{Delay: year, MaxAttempts: 1000, Unique: strings.Repeat("k", 512), UniqueFor: year}, false)
 	mustEnqueueWith(t, b.q, "x", queue.EnqueueOptions{Unique: "\x00{}:*", UniqueFor: time.Nanosecond}, false)
 	wantCounts(t, b.q, queue.Depth{Pending: 1, Delayed: 1})
 }

@@ -22,8 +22,8 @@ func FuzzEnqueueWith(f *testing.F) {
 	f.Add(int64(0), 0, "", int64(0))
 	f.Add(int64(time.Second), 3, "k", int64(time.Minute))
 	f.Add(int64(-1), 0, "", int64(0))
-	f.Add(year, 1000, strings.Repeat("k", 256), year)
-	f.Add(year+1, 1001, strings.Repeat("k", 257), year+1)
+	f.Add(year, 1000, strings.Repeat("k", 512), year)
+	f.Add(year+1, 1001, strings.Repeat("k", 513), year+1)
 	f.Add(int64(1), -1, "{x}:*", int64(1))
 	f.Add(int64(0), 0, "", int64(time.Second))
 	f.Add(int64(0), 0, "k", int64(0))
@@ -34,7 +34,7 @@ func FuzzEnqueueWith(f *testing.F) {
 	f.Fuzz(func(t *testing.T, delay int64, attempts int, unique string, uniqueFor int64) {
 		ctx := fuzzContext(t)
 		opts := queue.EnqueueOptions{Delay: time.Duration(delay), MaxAttempts: attempts, Unique: unique, UniqueFor: time.Duration(uniqueFor)}
-		valid := delay >= 0 && delay <= year && attempts >= 0 && attempts <= 1000 && len(unique) <= 256 &&
+		valid := delay >= 0 && delay <= year && attempts >= 0 && attempts <= 1000 && len(unique) <= 512 &&
 			(unique == "" && uniqueFor == 0 || unique != "" && uniqueFor > 0 && uniqueFor <= year)
 		id, dup, err := q.EnqueueWith(ctx, []byte("p"), opts)
 		if !valid {
