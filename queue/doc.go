@@ -77,7 +77,7 @@
 //	…:expiring  list of "expiry ms:id" of the results, in expiry order
 //	…:notify:ID list that wakes Wait, expires a minute after use
 //	…:limits    hash id → the item's own max attempts, if it has one
-//	…:unique:K  string: the id holding unique key K, expires with it
+//	…:unique:K  hash "id" → the item holding unique key K; expires with K
 //
 // A unique key's lock is not deleted when its item is acked, dead-lettered
 // or purged: the next enqueue with the key finds its holder gone (no

@@ -71,7 +71,7 @@ func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	}
 
 	bad := q.k.unique("hash")
-	if err := rdb.HSet(ctx, bad, "f", "v").Err(); err != nil {
+	if err := rdb.Set(ctx, bad, "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := rdb.HLen(ctx, q.k.values).Result()

@@ -2,8 +2,9 @@
 -- than pending), with an attempt limit of its own, under a unique key.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: ready (hash)
 -- KEYS[4]: delayed (zset)   KEYS[5]: limits (hash)   KEYS[6]: dead (zset)
--- KEYS[7]: the unique key's lock (string: the id holding it), with a
--- unique key only
+-- KEYS[7]: the unique key's lock (a hash whose field "id" is the id
+-- holding it, expiring with the key: HSET and PEXPIRE rather than SET PX,
+-- so that the documented ACL grant covers it), with a unique key only
 -- ARGV[1]: the encoding pin (see encodingPin in queue.go), the field "" of
 -- values, ready and limits
 -- ARGV[2]: id   ARGV[3]: payload
@@ -23,7 +24,7 @@ if redis.call('HEXISTS', KEYS[2], id) == 1 then
 end
 local unique = KEYS[7]
 if unique then
-  local holder = redis.call('GET', unique)
+  local holder = redis.call('HGET', unique, 'id')
   if holder and holder ~= id and redis.call('HEXISTS', KEYS[2], holder) == 1
       and not redis.call('ZSCORE', KEYS[6], holder) then
     return {holder, 1}
@@ -34,10 +35,10 @@ if delay > 0 then
   redis.call('ZCARD', KEYS[4])
 else
   redis.call('LLEN', KEYS[1])
-  redis.call('HLEN', KEYS[3])
+  redis.call('HEXISTS', KEYS[3], '')
 end
 if limit > 0 then
-  redis.call('HLEN', KEYS[5])
+  redis.call('HEXISTS', KEYS[5], '')
 end
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
@@ -52,6 +53,7 @@ else
   redis.call('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
 end
 if unique then
-  redis.call('SET', unique, id, 'PX', ARGV[6])
+  redis.call('HSET', unique, 'id', id)
+  redis.call('PEXPIRE', unique, ARGV[6])
 end
 return {id, 0}

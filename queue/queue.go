@@ -101,8 +101,8 @@ func newKeys(prefix, name string) keys {
 	return k
 }
 
-// unique is the key of the lock a unique key takes (see EnqueueWith): it
-// holds the id of the item holding it, and expires with UniqueFor.
+// unique is the key of the lock a unique key takes (see EnqueueWith): a
+// hash whose field "id" is the item holding it, expiring with UniqueFor.
 func (k keys) unique(key string) string { return k.tag + ":unique:" + key }
 
 // notify is the key of the list that wakes an item's waiters (see Wait).
