@@ -9,7 +9,8 @@
 // # The jobs
 //
 //   - [TidyStale] hands a queue's expired leases back (crashed or stuck workers).
-//   - [PromoteDue] moves a queue's delayed items whose retry time has come.
+//   - [PromoteDue] moves a queue's delayed items (retries, delayed
+//     enqueues) whose time has come.
 //   - [Drain] works a queue off, calling a [Handler] for each item.
 //   - [EvictExpired] removes the expired fields of an [exphash.Hash].
 //   - [EvictExpiredMembers] removes the expired members of a sorted set

@@ -31,7 +31,8 @@ type PromoteConfig struct {
 }
 
 // PromoteDue returns the job that moves q's delayed items (nacked, waiting
-// for their retry) whose time has come to the pending list, with
+// for their retry, or enqueued with a delay) whose time has come to the
+// pending list, with
 // [queue.Queue.Promote]. A slice's Items counts the items moved; More says
 // that its last batch was full.
 func PromoteDue(q *queue.Queue, cfg PromoteConfig) (recruiter.Job, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,6 +88,33 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if s := mustStats(t, q); s.OldestPending < 0 || s.OldestPending > time.Minute {
 				t.Fatalf("OldestPending = %v", s.OldestPending)
 			}
+		}},
+		{"enqueue-with-options", func(t *testing.T, q *queue.Queue) {
+			ctx := testContext(t)
+			key := queue.EnqueueOptions{Unique: "u", UniqueFor: time.Minute, MaxAttempts: 1}
+			first := mustEnqueueWith(t, q, "a", key, false)
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Go(func() {
+					if id, dup, err := q.EnqueueWith(ctx, []byte("b"), key); id != first || !dup || err != nil {
+						t.Errorf("EnqueueWith = %s, %v, %v; want %s, a duplicate", id, dup, err, first)
+					}
+				})
+			}
+			wg.Wait()
+			later := mustEnqueueWith(t, q, "later", queue.EnqueueOptions{Delay: 20 * time.Millisecond}, false)
+			it := mustClaim(t, q, 5, 1)[0]
+			if err := q.Nack(ctx, it, errors.New("once")); err != nil { // its own MaxAttempts 1: dead
+				t.Fatal(err)
+			}
+			if again := mustEnqueueWith(t, q, "c", key, false); again == first {
+				t.Fatal("the dead item still holds its unique key")
+			}
+			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			if items := mustClaim(t, q, 5, 2); items[0].ID == later || items[1].ID != later {
+				t.Fatalf("claimed %+v, want the unique one, then %s", items, later)
+			}
+			wantCounts(t, q, queue.Depth{Leased: 2, Dead: 1})
 		}},
 		{"wait-and-malformed", func(t *testing.T, q *queue.Queue) {
 			ctx := testContext(t)

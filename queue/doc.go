@@ -14,7 +14,12 @@
 // # Life of an item
 //
 // [Queue.Enqueue] stores the payload and appends the id to the pending
-// list. [Queue.Claim] moves ids from the head of that list into leases,
+// list. [Queue.EnqueueWith] adds one item with [EnqueueOptions]: a delay
+// (the item waits among the delayed ones until [Queue.Promote] finds it
+// due), an attempt limit of its own in place of [Config.MaxAttempts], and
+// a unique key: while an item enqueued with the key is pending, delayed
+// or leased, and for at most the key's lifetime, another enqueue with it
+// adds nothing and returns the first's id. [Queue.Claim] moves ids from the head of that list into leases,
 // each with a deadline (Redis time + [Config.Lease]) and a claim token.
 // [Queue.Ack] stores the result (kept for [Config.ResultRetention]) and
 // forgets the item; [Queue.Nack] delays it for a retry with exponential
@@ -59,7 +64,7 @@
 //
 //	…:pending   list of ids (enqueue left, claim right)
 //	…:leases    zset id → lease deadline (ms)
-//	…:delayed   zset id → when the retry is due (ms)
+//	…:delayed   zset id → when the retry or the delayed item is due (ms)
 //	…:dead      zset id → when it was dead-lettered (ms)
 //	…:values    hash id → payload
 //	…:attempts  hash id → claims so far; while leased, the claim token
@@ -71,6 +76,13 @@
 //	…:results   hash id → "expiry ms:token:result" of an acked item
 //	…:expiring  list of "expiry ms:id" of the results, in expiry order
 //	…:notify:ID list that wakes Wait, expires a minute after use
+//	…:limits    hash id → the item's own max attempts, if it has one
+//	…:unique:K  hash "id" → the item holding unique key K; expires with K
+//
+// A unique key's lock is not deleted when its item is acked, dead-lettered
+// or purged: the next enqueue with the key finds its holder gone (no
+// value) or dead, and takes the lock over; until then it costs one small
+// key, for at most its lifetime.
 //
 // A result is readable until its expiry, by Redis's clock. Each Settle
 // then drops up to two expired results per outcome it is given, and Tidy up

@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
 )
@@ -38,5 +40,45 @@ func TestIDsAreDistinct(t *testing.T) {
 			t.Fatalf("id %q: wrong length or repeated", id)
 		}
 		seen[id] = true
+	}
+}
+
+// A resent EnqueueWith script call (its reply lost) names the same id: it
+// adds nothing twice, and a unique key held by that very id is no
+// duplicate. A lock key of the wrong type fails the call with nothing
+// written.
+func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	q, err := New(rdb, "idem", Config{Prefix: "t-idem-with"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
+	id := newID()
+	for i, delay := range []int{0, 0, 5000} { // the third resend differs: still nothing new
+		r, err := enqueueWithScript.Run(ctx, rdb, keys, encodingPin, id, "p", delay, 3, 60000).Slice()
+		if err != nil || len(r) != 2 || r[0] != id || r[1] != int64(0) {
+			t.Fatalf("call %d = %v, %v; want {%s 0}", i, r, err, id)
+		}
+	}
+	if n, err := rdb.LLen(ctx, q.k.pending).Result(); n != 1 || err != nil {
+		t.Fatalf("pending has %d (%v), want 1", n, err)
+	}
+	if n, err := rdb.ZCard(ctx, q.k.delayed).Result(); n != 0 || err != nil {
+		t.Fatalf("delayed has %d (%v), want 0", n, err)
+	}
+
+	bad := q.k.unique("hash")
+	if err := rdb.Set(ctx, bad, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := rdb.HLen(ctx, q.k.values).Result()
+	if _, _, err := q.EnqueueWith(ctx, []byte("x"), EnqueueOptions{Unique: "hash", UniqueFor: time.Minute}); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("EnqueueWith on a malformed lock: %v, want WRONGTYPE", err)
+	}
+	if after, _ := rdb.HLen(ctx, q.k.values).Result(); after != before {
+		t.Fatalf("values went from %d to %d on a failed call", before, after)
 	}
 }

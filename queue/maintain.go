@@ -38,13 +38,15 @@ var (
 // Tidy hands back up to max (at most [BatchMax]) expired leases, the
 // longest expired first: to the tail of the queue, or to the dead letters
 // if the item had its last attempt. It returns how many it handled; n ==
-// max means more may be waiting.
+// max means more may be waiting. The last attempt is Config.MaxAttempts,
+// or the item's own ([EnqueueOptions.MaxAttempts]).
 func (q *Queue) Tidy(ctx context.Context, max int) (n int, err error) {
 	return q.runCount(ctx, "tidy", tidyScript, q.k.tidyKeys, max, q.cfg.MaxAttempts)
 }
 
-// Promote moves up to max (at most [BatchMax]) delayed items whose retry
-// time has come to the tail of the queue, the earliest due first. It
+// Promote moves up to max (at most [BatchMax]) delayed items whose time
+// has come (retries, and items enqueued with [EnqueueOptions.Delay]) to
+// the tail of the queue, the earliest due first. It
 // returns how many it moved; n == max means more may be due.
 func (q *Queue) Promote(ctx context.Context, max int) (n int, err error) {
 	return q.runCount(ctx, "promote", promoteScript, q.k.promoteKeys, max)
@@ -52,7 +54,8 @@ func (q *Queue) Promote(ctx context.Context, max int) (n int, err error) {
 
 // RequeueDead moves up to max (at most [BatchMax]) dead letters, the
 // oldest first, back to the tail of the queue with a fresh count of
-// attempts. It returns how many it moved.
+// attempts (an item keeps its own [EnqueueOptions.MaxAttempts]). It
+// returns how many it moved.
 func (q *Queue) RequeueDead(ctx context.Context, max int) (n int, err error) {
 	return q.runCount(ctx, "requeue dead", requeueScript, q.k.requeueKeys, max)
 }

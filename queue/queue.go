@@ -55,9 +55,11 @@ type keys struct {
 	seq      string // counter of claims
 	results  string // hash id → "expiry ms:token:result" of an acked item
 	expiring string // list of "expiry ms:id" of results, in expiry order
+	limits   string // hash id → its own max attempts (EnqueueOptions.MaxAttempts)
 
 	// Key lists of the scripts that take no per-id keys, built once.
 	enqueueKeys, statsKeys []string
+	enqueueWithKeys        []string
 	claimKeys, releaseKeys []string
 	tidyKeys, promoteKeys  []string
 	requeueKeys, purgeKeys []string
@@ -81,21 +83,27 @@ func newKeys(prefix, name string) keys {
 		seq:      tag + ":seq",
 		results:  tag + ":results",
 		expiring: tag + ":expiring",
+		limits:   tag + ":limits",
 	}
 	k.enqueueKeys = []string{k.pending, k.values, k.ready}
+	k.enqueueWithKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits, k.dead}
 	k.statsKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready}
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes}
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
 	k.extendKeys = []string{k.leases, k.attempts}
-	k.settleKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.expiring}
-	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring}
+	k.settleKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.expiring, k.limits}
+	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
-	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting}
+	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits}
 	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
 	return k
 }
+
+// unique is the key of the lock a unique key takes (see EnqueueWith): a
+// hash whose field "id" is the item holding it, expiring with UniqueFor.
+func (k keys) unique(key string) string { return k.tag + ":unique:" + key }
 
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
@@ -152,7 +160,9 @@ func (q *Queue) checkPayload(what string, p []byte) error {
 	return nil
 }
 
-// Enqueue adds an item at the tail of the queue and returns its id.
+// Enqueue adds an item at the tail of the queue and returns its id. For a
+// delay, an attempt limit of the item's own or a unique key, see
+// [Queue.EnqueueWith].
 func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
 	ids, err := q.EnqueueBatch(ctx, [][]byte{payload})
 	if err != nil {
@@ -236,7 +246,7 @@ type Depth struct {
 	Pending int64 // waiting to be claimed
 	Leased  int64 // claimed, not yet acked or nacked
 	Expired int64 // leased past their deadline: Tidy will hand them back
-	Delayed int64 // waiting to be retried
+	Delayed int64 // waiting to be retried, or enqueued with a delay
 	Due     int64 // delayed whose time has come: Promote will make them pending
 	Dead    int64 // dead letters
 	// OldestPending is how long the item next in line has waited since it

@@ -55,8 +55,9 @@ type Settled struct {
 // Settle acks and nacks claimed items in one round trip per [BatchMax]
 // settlements. An ack stores the result for Config.ResultRetention, drops the
 // item's value and lease, and wakes its waiters. A nack at an attempt below
-// Config.MaxAttempts delays the item by the backoff; at the last attempt
-// it dead-letters the item with the cause and wakes its waiters.
+// Config.MaxAttempts (or the item's own, [EnqueueOptions.MaxAttempts])
+// delays the item by the backoff; at the last attempt it dead-letters the
+// item with the cause and wakes its waiters.
 //
 // An ack whose result is larger than Config.MaxPayload is turned into a
 // nack with ErrPayloadTooLarge as the cause, so one item cannot fail a

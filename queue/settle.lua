@@ -2,8 +2,8 @@
 -- KEYS[1]: leases (zset)   KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)    KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)
 -- KEYS[7]: dead (zset)     KEYS[8]: waiting (hash)   KEYS[9]: results (hash)
--- KEYS[10]: expiring (list)
--- then per item i (from 0): KEYS[11+i] its wake-up list (in the queue's
+-- KEYS[10]: expiring (list)   KEYS[11]: limits (hash)
+-- then per item i (from 0): KEYS[12+i] its wake-up list (in the queue's
 -- hash tag).
 -- ARGV[1]: result retention ms   ARGV[2]: wake-up list ttl ms
 -- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
@@ -48,6 +48,14 @@ for i = 5, #ARGV, 5 do
   ids[#ids + 1] = ARGV[i]
 end
 
+-- Attempt limits of items enqueued with their own (EnqueueOptions.
+-- MaxAttempts); the others have ARGV[3]. A queue that never had one has no
+-- limits key, and its nacks look nothing up.
+local hasLimits = redis.call('EXISTS', KEYS[11]) == 1
+local function limitOf(id)
+  return hasLimits and tonumber(redis.call('HGET', KEYS[11], id)) or maxAttempts
+end
+
 -- Expired results first, at most 2 per item.
 dropExpired(KEYS[9], KEYS[10], now, 2 * #ids)
 
@@ -87,22 +95,23 @@ for i, id in ipairs(ids) do
       results[2 * acks + 2] = prefix .. data
       expiring[acks] = prefix .. id
       if waited[i] then
-        wake(KEYS[10 + i])
+        wake(KEYS[11 + i])
         woken[#woken + 1] = id
       end
       code = 1
     else
       -- The token is "attempt-claim"; a malformed one dead-letters the
       -- item, never loops it.
-      local attempt = tonumber(string.match(token, '^(%d+)-')) or maxAttempts
+      local limit = limitOf(id)
+      local attempt = tonumber(string.match(token, '^(%d+)-')) or limit
       causes[#causes + 1] = id
       causes[#causes + 1] = data
-      if attempt >= maxAttempts then
+      if attempt >= limit then
         dead[#dead + 1] = now
         dead[#dead + 1] = id
         deadIds[#deadIds + 1] = id
         if waited[i] then
-          wake(KEYS[10 + i])
+          wake(KEYS[11 + i])
           woken[#woken + 1] = id
         end
         code = 3
@@ -166,6 +175,9 @@ if #acked > 0 then
   end
   if #retried > 0 then
     redis.call('HDEL', KEYS[5], unpack(retried))
+  end
+  if hasLimits then
+    redis.call('HDEL', KEYS[11], unpack(acked))
   end
 end
 return codes

@@ -2,8 +2,9 @@
 -- expired results.
 -- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)   KEYS[3]: pending (list)
 -- KEYS[4]: dead (zset)     KEYS[5]: causes (hash)     KEYS[6]: ready (hash)
--- KEYS[7]: results (hash)  KEYS[8]: expiring (list)
--- ARGV[1]: max, at most BatchMax   ARGV[2]: max attempts
+-- KEYS[7]: results (hash)  KEYS[8]: expiring (list)   KEYS[9]: limits (hash)
+-- ARGV[1]: max, at most BatchMax   ARGV[2]: max attempts, for the items
+-- without a limit of their own in limits
 -- Returns how many leases it handled. A lease has expired once TIME
 -- reaches its deadline: deadlines are whole ms (Claim rounds TIME up), so
 -- deadline <= TIME rounded down says just that, never earlier. An item
@@ -25,20 +26,25 @@ end
 local nowText = tostring(now)
 -- A leased item's attempts field is "attempt-claim"; only the count stays.
 local fields = redis.call('HMGET', KEYS[2], unpack(ids))
+local limits = {}
+if redis.call('EXISTS', KEYS[9]) == 1 then
+  limits = redis.call('HMGET', KEYS[9], unpack(ids))
+end
 local back, ready, dead, deadIds, causes, counts = {}, {}, {}, {}, {}, {}
 for i, id in ipairs(ids) do
   local count = string.match(fields[i] or '', '^%d+')
   local attempt = tonumber(count) or 0
+  local limit = tonumber(limits[i]) or maxAttempts
   if count then
     counts[#counts + 1] = id
     counts[#counts + 1] = count
   end
-  if attempt >= maxAttempts then
+  if attempt >= limit then
     dead[#dead + 1] = nowText
     dead[#dead + 1] = id
     deadIds[#deadIds + 1] = id
     causes[#causes + 1] = id
-    causes[#causes + 1] = 'lease expired at attempt ' .. attempt .. ' of ' .. maxAttempts
+    causes[#causes + 1] = 'lease expired at attempt ' .. attempt .. ' of ' .. limit
   else
     back[#back + 1] = id
     ready[#ready + 1] = id

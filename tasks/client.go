@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/worksteal/worksteal/internal/names"
@@ -31,20 +32,31 @@ func NewClient(q *queue.Queue, opts ...Option) (*Client, error) {
 
 // Enqueue adds a task of type typ with args to the client's queue and
 // returns its id (the queue item's, for [queue.Queue.Wait] and the
-// others). A task larger than the queue's MaxPayload, envelope included,
-// is refused with an error wrapping [queue.ErrPayloadTooLarge].
-func Enqueue[A any](ctx context.Context, c *Client, typ string, args A) (string, error) {
+// others). Options delay the task ([Delay]), give it its own number of
+// attempts ([Attempts]) or a unique key ([Unique]: a duplicate returns
+// the first task's id and adds nothing); with or without them, Enqueue is
+// one script call. A task larger than the queue's MaxPayload, envelope
+// included, is refused with an error wrapping [queue.ErrPayloadTooLarge];
+// an option out of its bounds with one wrapping [ErrInvalidArgument].
+func Enqueue[A any](ctx context.Context, c *Client, typ string, args A, opts ...EnqueueOption) (string, error) {
 	if c == nil {
 		return "", fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
 	if err := names.Check(typ); err != nil {
 		return "", fmt.Errorf("%w: task type: %v", ErrInvalidArgument, err)
 	}
+	qopts, err := queueOptions(typ, opts)
+	if err != nil {
+		return "", err
+	}
 	data, err := c.codec.Marshal(args)
 	if err != nil {
 		return "", fmt.Errorf("tasks: arguments of %s: %w", typ, err)
 	}
-	id, err := c.q.Enqueue(ctx, envelope{Type: typ, Codec: c.codec.Name(), Args: data}.encode())
+	id, _, err := c.q.EnqueueWith(ctx, envelope{Type: typ, Codec: c.codec.Name(), Args: data}.encode(), qopts)
+	if errors.Is(err, queue.ErrInvalidArgument) {
+		return "", fmt.Errorf("%w: enqueue %s: %w", ErrInvalidArgument, typ, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("tasks: enqueue %s: %w", typ, err)
 	}
@@ -56,10 +68,12 @@ func Enqueue[A any](ctx context.Context, c *Client, typ string, args A) (string,
 // returns an error wrapping [queue.ErrDead] whose text holds the cause
 // (the handler's last error, or [ErrUnknownType] or [ErrDecode]'s text); a
 // result that does not decode into R, one wrapping [ErrDecode]. When ctx
-// ends first the task stays queued and may still run.
-func Call[A, R any](ctx context.Context, c *Client, typ string, args A) (R, error) {
+// ends first the task stays queued and may still run. opts are
+// [Enqueue]'s: with [Unique], calls with one key while its task is live
+// share that task, and each gets its result.
+func Call[A, R any](ctx context.Context, c *Client, typ string, args A, opts ...EnqueueOption) (R, error) {
 	var r R
-	id, err := Enqueue(ctx, c, typ, args)
+	id, err := Enqueue(ctx, c, typ, args, opts...)
 	if err != nil {
 		return r, err
 	}

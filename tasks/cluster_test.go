@@ -2,14 +2,17 @@ package tasks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
 )
 
 // The tasks job on a 3-master cluster: three queues under the prefixes of
@@ -44,6 +47,54 @@ func TestJobOnCluster(t *testing.T) {
 			wantDead(t, b.q, failing, fmt.Sprintf("failed on queue %d", i))
 			if cl.err != nil || cl.result.Sum != 100+i {
 				t.Fatalf("Call = %+v, %v; want the sum %d", cl.result, cl.err, 100+i)
+			}
+		})
+	}
+}
+
+// Enqueue options on a 3-master cluster, on three queues (three slots):
+// 20 concurrent unique enqueues add one task, a delayed task waits, and a
+// task's own attempts dead-letter it.
+func TestEnqueueOptionsOnCluster(t *testing.T) {
+	t.Parallel()
+	cc := redistest.StartCluster(t).Client(t)
+	for i := range 3 {
+		t.Run("queue-"+strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, cc, queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: 5})
+			mustHandle(t, b.mux, "add", add)
+			mustHandle(t, b.mux, "fail", func(context.Context, int) (int, error) { return 0, errors.New("no") })
+			ctx := testrig.Context(t, 30*time.Second)
+			ids := make([]string, 20)
+			var wg sync.WaitGroup
+			for j := range ids {
+				wg.Go(func() {
+					var err error
+					if ids[j], err = tasks.Enqueue(ctx, b.client, "add", addArgs{A: i, B: j}, tasks.Unique("one", time.Minute)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			for _, id := range ids {
+				if id != ids[0] {
+					t.Fatalf("unique enqueues returned %s and %s", ids[0], id)
+				}
+			}
+			later := mustEnqueueWith(t, b.client, "add", addArgs{A: 100}, tasks.Delay(50*time.Millisecond))
+			failing := mustEnqueueWith(t, b.client, "fail", 0, tasks.Attempts(2))
+			if d, err := b.q.Stats(ctx); err != nil || d.Pending != 2 || d.Delayed != 1 {
+				t.Fatalf("Stats = %+v, %v; want 2 pending, 1 delayed", d, err)
+			}
+			b.drive(t, "every task done or dead", func() bool {
+				d, err := b.q.Stats(ctx)
+				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
+			})
+			if res, err := b.q.Result(ctx, later); err != nil || string(res) != `{"Sum":100,"Label":""}` {
+				t.Fatalf("the delayed task's Result = %s, %v", res, err)
+			}
+			if dead, err := b.q.Dead(ctx, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
+				t.Fatalf("Dead = %+v, %v; want %s after 2 attempts", dead, err, failing)
 			}
 		})
 	}

@@ -10,6 +10,8 @@
 //	c, err := tasks.NewClient(q)
 //	id, err := tasks.Enqueue(ctx, c, "resize", ResizeArgs{...})        // fire and forget
 //	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", args) // enqueue and wait
+//	id, err = tasks.Enqueue(ctx, c, "resize", args,                    // with options
+//		tasks.Delay(time.Minute), tasks.Attempts(10), tasks.Unique("cat.png", time.Hour))
 //
 // # Handlers and the job
 //
@@ -35,6 +37,23 @@
 // [queue.Queue.Wait]: a task that dies returns an error wrapping
 // [queue.ErrDead] with the cause, as text.
 //
+// # Enqueue options
+//
+// [Enqueue] and [Call] take [EnqueueOption]s, which map to the queue's
+// [queue.EnqueueOptions]; with or without them, an enqueue is one script
+// call, one round trip. [Delay] makes a task due later: it waits among
+// the queue's delayed items until promoted, so register
+// [jobs.PromoteDue] for the queue (retries need it as well). [Attempts]
+// gives a task its own number of attempts in place of the queue's
+// MaxAttempts. [Unique] gives it a key, per task type: while a task of
+// that type enqueued with that key is pending, delayed or running, and
+// for at most the key's lifetime, another enqueue with it adds nothing
+// and returns the first task's id, atomically across processes and on a
+// Redis Cluster; a Call then waits for the first task's result. The key
+// is freed when that task succeeds, dies or is purged. Options out of
+// their bounds fail the enqueue with [ErrInvalidArgument] and add
+// nothing.
+//
 // # Encoding
 //
 // A task is one queue item whose payload is an envelope: a version byte,
@@ -47,9 +66,8 @@
 //
 // # Not yet
 //
-// This is the first slice of the package. Chains (a task's result as the
-// next one's arguments), fan-out (one task starting many, and waiting for
-// them), unique enqueue (at most one queued task per key) and delayed
-// enqueue (a task due later) are not there yet; [Enqueue] takes no
-// options until they are.
+// Chains (a task's result as the next one's arguments) and fan-out (one
+// task starting many, and waiting for them) are not there yet. [Enqueue]
+// does not say whether a unique enqueue was a duplicate;
+// [queue.Queue.EnqueueWith] does.
 package tasks

@@ -66,3 +66,44 @@ func ExampleMux() {
 	}
 	fmt.Println(thumb.Path)
 }
+
+// A nightly report, due in an hour, with three attempts, enqueued at most
+// once per day and customer however many servers ask: a second Enqueue
+// with the key, while the first task waits or runs, returns the first's
+// id. Delayed tasks need the queue's PromoteDue job.
+func ExampleEnqueue() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rec, err := recruiter.New(rdb, recruiter.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rec.Shutdown(context.Background())
+	q, err := queue.New(rdb, "reports", queue.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	promote, err := jobs.PromoteDue(q, jobs.PromoteConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := rec.Register(promote, recruiter.JobConfig{Every: time.Second}); err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := tasks.NewClient(q)
+	if err != nil {
+		log.Fatal(err)
+	}
+	day := time.Now().Format(time.DateOnly)
+	id, err := tasks.Enqueue(context.Background(), c, "report", ReportArgs{Customer: 42, Day: day},
+		tasks.Delay(time.Hour), tasks.Attempts(3), tasks.Unique(fmt.Sprintf("42/%s", day), 24*time.Hour))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("report task", id)
+}
+
+type ReportArgs struct {
+	Customer int
+	Day      string
+}

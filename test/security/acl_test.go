@@ -2,6 +2,7 @@ package security_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/queue"
 )
 
 // aclUser is the ACL SETUSER line of doc.go and docs/redis.md, without the
@@ -150,6 +152,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 	}
 	a.shutdown(t)
 	a.checkResults(t, ctx)
+	enqueueWithOptions(t, ctx, rdb)
 	if log := aclLog(); len(log) != 0 {
 		t.Fatalf("ACL LOG after the run has %d entries, want none:\n%s", len(log), strings.Join(log, "\n"))
 	}
@@ -318,5 +321,41 @@ func TestACLDocsMatch(t *testing.T) {
 		if !strings.Contains(string(src), "DisableIdentity: true") {
 			t.Errorf("%s does not show the client option DisableIdentity: true of aclOptions", file)
 		}
+	}
+}
+
+// enqueueWithOptions runs EnqueueWith's script and the per-item limits of
+// Settle, Tidy and PurgeDead as rdb's user: a delayed, limited, unique
+// item and its duplicate, and a limited item nacked to the dead letters
+// and purged.
+func enqueueWithOptions(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
+	t.Helper()
+	q, err := queue.New(rdb, "options", queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := queue.EnqueueOptions{Delay: time.Hour, MaxAttempts: 2, Unique: "u", UniqueFor: time.Minute}
+	id, dup, err := q.EnqueueWith(ctx, []byte("x"), opts)
+	if err != nil || dup {
+		t.Fatalf("EnqueueWith = %s, %v, %v", id, dup, err)
+	}
+	if again, dup, err := q.EnqueueWith(ctx, []byte("x"), opts); again != id || !dup || err != nil {
+		t.Fatalf("EnqueueWith again = %s, %v, %v; want %s, a duplicate", again, dup, err, id)
+	}
+	if _, _, err := q.EnqueueWith(ctx, []byte("y"), queue.EnqueueOptions{MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := q.Claim(ctx, 1)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Claim = %v, %v", items, err)
+	}
+	if s, err := q.Settle(ctx, queue.Settlement{Item: items[0], Err: errors.New("no")}); s.Dead != 1 || err != nil {
+		t.Fatalf("Settle = %+v, %v; want dead at its own last attempt", s, err)
+	}
+	if _, err := q.Tidy(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
+		t.Fatalf("PurgeDead = %d, %v", n, err)
 	}
 }

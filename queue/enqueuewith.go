@@ -1,0 +1,116 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed enqueuewith.lua
+	enqueueWithSource string
+	enqueueWithScript = redis.NewScript(enqueueWithSource)
+)
+
+// Bounds of [EnqueueOptions]; each field's doc says its own.
+const (
+	delayMax       = 365 * 24 * time.Hour
+	maxAttemptsMax = 1000
+	uniqueMax      = 512
+	uniqueForMax   = 365 * 24 * time.Hour
+)
+
+// EnqueueOptions are the options of [Queue.EnqueueWith]. The zero value
+// enqueues as [Queue.Enqueue] does. Fields out of their bounds fail the
+// call with [ErrInvalidArgument] naming the field, before any Redis call.
+type EnqueueOptions struct {
+	// Delay holds the item back: it is due no sooner than Delay after the
+	// enqueue, by Redis's clock (rounded up to the ms), and waits among the
+	// delayed items, as a retry does, until [Queue.Promote] (the job
+	// jobs.PromoteDue) makes it pending. 0 makes it pending at once. At
+	// most a year (365 days); negative is an error.
+	Delay time.Duration
+	// MaxAttempts is how many claims this item gets, in place of
+	// Config.MaxAttempts: a Nack, or an expired lease found by
+	// [Queue.Tidy], at that attempt dead-letters it. The item keeps it
+	// through [Queue.RequeueDead]. 0 means Config.MaxAttempts; at most
+	// 1000.
+	MaxAttempts int
+	// Unique makes the enqueue a no-op while another item enqueued with
+	// the same key is live (pending, delayed or leased): EnqueueWith then
+	// returns that item's id and duplicate true, and drops this payload.
+	// The key is held until its item is acked, dead-lettered or purged,
+	// or until UniqueFor has passed, whichever comes first. Keys are
+	// per queue, any bytes, 1 to 512 of them; "" means no key.
+	Unique string
+	// UniqueFor is the longest a unique key is held, counted by Redis's
+	// clock from the enqueue (rounded up to the ms): past it, an enqueue
+	// with the same key adds a new item even if the first is still live.
+	// Required with Unique (and an error without it); at most a year.
+	UniqueFor time.Duration
+}
+
+func (o EnqueueOptions) validate() error {
+	switch {
+	case o.Delay < 0 || o.Delay > delayMax:
+		return fmt.Errorf("%w: Delay %v is not in [0, %v]", ErrInvalidArgument, o.Delay, delayMax)
+	case o.MaxAttempts < 0 || o.MaxAttempts > maxAttemptsMax:
+		return fmt.Errorf("%w: MaxAttempts %d is not in [0, %d]", ErrInvalidArgument, o.MaxAttempts, maxAttemptsMax)
+	case len(o.Unique) > uniqueMax:
+		return fmt.Errorf("%w: Unique key of %d bytes is above %d", ErrInvalidArgument, len(o.Unique), uniqueMax)
+	case o.Unique == "" && o.UniqueFor != 0:
+		return fmt.Errorf("%w: UniqueFor %v without a Unique key", ErrInvalidArgument, o.UniqueFor)
+	case o.Unique != "" && (o.UniqueFor <= 0 || o.UniqueFor > uniqueForMax):
+		return fmt.Errorf("%w: UniqueFor %v of Unique key %.40q is not in (0, %v]", ErrInvalidArgument, o.UniqueFor, o.Unique, uniqueForMax)
+	}
+	return nil
+}
+
+// ceilMillis is d in whole ms, rounded up: a delay or a lifetime is never
+// cut short.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// EnqueueWith adds an item with options (a delay, its own attempt limit, a
+// unique key) and returns its id. With a unique key held by a live item,
+// it adds nothing and returns that item's id with duplicate true. It is
+// one script call, so one round trip, atomic: concurrent enqueues with
+// one key, from any number of processes, add one item. On a Redis
+// Cluster the key's lock lives on the queue's hash tag, beside its items.
+//
+// The payload is checked as by [Queue.Enqueue]; an invalid payload or
+// option fails the call before anything is written.
+func (q *Queue) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOptions) (id string, duplicate bool, err error) {
+	if len(payload) == 0 {
+		return "", false, fmt.Errorf("%w: payload", ErrEmptyPayload)
+	}
+	if err := q.checkPayload("payload", payload); err != nil {
+		return "", false, err
+	}
+	if err := opts.validate(); err != nil {
+		return "", false, err
+	}
+	keys := q.k.enqueueWithKeys
+	if opts.Unique != "" {
+		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+	}
+	id = newID()
+	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, encodingPin, id, payload,
+		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor)).Slice()
+	if err != nil {
+		return "", false, q.wrap("enqueue", err)
+	}
+	if len(reply) != 2 {
+		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	}
+	got, _ := reply[0].(string)
+	dup, _ := reply[1].(int64)
+	if got == "" {
+		return "", false, q.wrap("enqueue", fmt.Errorf("%w: no id", errUnexpectedScript))
+	}
+	return got, dup == 1, nil
+}

@@ -1,0 +1,59 @@
+-- EnqueueWith: add one item with options: due later (in delayed rather
+-- than pending), with an attempt limit of its own, under a unique key.
+-- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: ready (hash)
+-- KEYS[4]: delayed (zset)   KEYS[5]: limits (hash)   KEYS[6]: dead (zset)
+-- KEYS[7]: the unique key's lock (a hash whose field "id" is the id
+-- holding it, expiring with the key: HSET and PEXPIRE rather than SET PX,
+-- so that the documented ACL grant covers it), with a unique key only
+-- ARGV[1]: the encoding pin (see encodingPin in queue.go), the field "" of
+-- values, ready and limits
+-- ARGV[2]: id   ARGV[3]: payload
+-- ARGV[4]: delay in ms (0: pending at once)
+-- ARGV[5]: max attempts (0: the queue's)
+-- ARGV[6]: the unique key's lifetime in ms (with KEYS[7])
+-- Returns {id, 0} when it added the item, and when that id already has a
+-- value (a resent call: nothing is added twice); {holder, 1} when the
+-- unique key is held by a live item (pending, delayed or leased: it has a
+-- value and is not dead), adding nothing. A lock whose holder was acked,
+-- purged or dead-lettered is taken over: its holder no longer holds it.
+-- Every key's type is checked before the first write, so a malformed key
+-- fails the call with nothing written.
+local id = ARGV[2]
+if redis.call('HEXISTS', KEYS[2], id) == 1 then
+  return {id, 0}
+end
+local unique = KEYS[7]
+if unique then
+  local holder = redis.call('HGET', unique, 'id')
+  if holder and holder ~= id and redis.call('HEXISTS', KEYS[2], holder) == 1
+      and not redis.call('ZSCORE', KEYS[6], holder) then
+    return {holder, 1}
+  end
+end
+local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+if delay > 0 then
+  redis.call('ZCARD', KEYS[4])
+else
+  redis.call('LLEN', KEYS[1])
+  redis.call('HEXISTS', KEYS[3], '')
+end
+if limit > 0 then
+  redis.call('HEXISTS', KEYS[5], '')
+end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
+if limit > 0 then
+  redis.call('HSET', KEYS[5], '', ARGV[1], id, limit)
+end
+if delay > 0 then
+  -- TIME rounded up, so the item is never due before the delay is over.
+  redis.call('ZADD', KEYS[4], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
+else
+  redis.call('LPUSH', KEYS[1], id)
+  redis.call('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
+end
+if unique then
+  redis.call('HSET', unique, 'id', id)
+  redis.call('PEXPIRE', unique, ARGV[6])
+end
+return {id, 0}

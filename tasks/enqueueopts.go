@@ -1,0 +1,77 @@
+package tasks
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/worksteal/worksteal/queue"
+)
+
+// uniqueKeyMax bounds a task's unique key, in bytes. The queue's key is
+// the task type, ':' and this key: at most 128+1+256 bytes, within the
+// queue's bound.
+const uniqueKeyMax = 256
+
+// EnqueueOption sets how [Enqueue] or [Call] adds one task: [Delay],
+// [Attempts], [Unique]. A nil EnqueueOption is ignored; of two options
+// setting the same thing, the later wins. (Client and Mux options are
+// [Option]s.)
+type EnqueueOption interface{ applyEnqueue(*enqueueOptions) }
+
+type enqueueOptions struct {
+	queue.EnqueueOptions
+	uniqueSet bool // Unique was given, even with an empty key
+}
+
+type enqueueOptionFunc func(*enqueueOptions)
+
+func (f enqueueOptionFunc) applyEnqueue(o *enqueueOptions) { f(o) }
+
+// Delay makes the task due no sooner than d after the enqueue, by
+// Redis's clock ([queue.EnqueueOptions.Delay]). The queue's delayed items
+// become pending when promoted: register [jobs.PromoteDue] for the queue
+// (its retries need it too). d is 0 (no delay) to a year; a negative or
+// longer one fails the enqueue with [ErrInvalidArgument].
+func Delay(d time.Duration) EnqueueOption {
+	return enqueueOptionFunc(func(o *enqueueOptions) { o.Delay = d })
+}
+
+// Attempts gives the task n attempts in place of the queue's
+// MaxAttempts ([queue.EnqueueOptions.MaxAttempts]): its handler failing,
+// or its lease expiring, at the n-th dead-letters it. n is 1 to 1000, or
+// 0 for the queue's.
+func Attempts(n int) EnqueueOption {
+	return enqueueOptionFunc(func(o *enqueueOptions) { o.MaxAttempts = n })
+}
+
+// Unique makes the enqueue add nothing while a task of the same type
+// enqueued with the same key is pending, delayed or running, for at most
+// ttl: [Enqueue] returns that task's id, and [Call] waits for its result.
+// The key is freed when that task succeeds, dies or is purged, or when
+// ttl has passed ([queue.EnqueueOptions.Unique]). Keys are per task type
+// and per queue; key is 1 to 256 bytes, ttl above 0 and at most a year.
+func Unique(key string, ttl time.Duration) EnqueueOption {
+	return enqueueOptionFunc(func(o *enqueueOptions) {
+		o.Unique, o.UniqueFor, o.uniqueSet = key, ttl, true
+	})
+}
+
+// queueOptions applies opts for a task of type typ.
+func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error) {
+	var o enqueueOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyEnqueue(&o)
+		}
+	}
+	if o.uniqueSet {
+		switch {
+		case o.Unique == "":
+			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: empty unique key", ErrInvalidArgument, typ)
+		case len(o.Unique) > uniqueKeyMax:
+			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: unique key of %d bytes is above %d", ErrInvalidArgument, typ, len(o.Unique), uniqueKeyMax)
+		}
+		o.Unique = typ + ":" + o.Unique // type names have no ':'
+	}
+	return o.EnqueueOptions, nil
+}
