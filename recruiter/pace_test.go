@@ -3,6 +3,7 @@ package recruiter_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,28 +24,41 @@ import (
 func TestAutomaticPace(t *testing.T) {
 	srv := redistest.Start(t)
 	const every = 500 * time.Millisecond
-	for _, c := range []struct {
+	cases := []struct {
 		recruiters int
 		perEvery   float64
+		figures    pacefleet.Figures
+		err        error
 	}{
-		{1, 10},
-		{100, 10},
-		{1000, 2500},
-	} {
-		t.Run(fmt.Sprintf("%d recruiters, %.0f enlistments per Every", c.recruiters, c.perEvery), func(t *testing.T) {
-			t.Parallel()
-			f, err := pacefleet.Start(srv.Addr(), redistest.Prefix(t), c.recruiters, 4, every)
+		{recruiters: 1, perEvery: 10},
+		{recruiters: 100, perEvery: 10},
+		{recruiters: 1000, perEvery: 2500},
+	}
+	// The fleets run at once, each on its own keys (parallel subtests
+	// would wait for the -parallel limit, two on CI, and take twice as
+	// long); the subtests then judge their figures.
+	var wg sync.WaitGroup
+	for i := range cases {
+		c := &cases[i]
+		wg.Go(func() {
+			f, err := pacefleet.Start(srv.Addr(), fmt.Sprintf("%s-%d", redistest.Prefix(t), c.recruiters), c.recruiters, 4, every)
 			if err != nil {
-				t.Fatal(err)
+				c.err = err
+				return
 			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if err := f.Close(ctx); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			p := f.Measure(context.Background(), c.perEvery, 30*every, 120*every)
+			c.figures = f.Measure(context.Background(), c.perEvery, 30*every, 120*every)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c.err = f.Close(ctx)
+		})
+	}
+	wg.Wait()
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%d recruiters, %.0f enlistments per Every", c.recruiters, c.perEvery), func(t *testing.T) {
+			p := c.figures
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
 			t.Log(p)
 			if p.Cadence() < 0.85 || float64(p.Runs) > p.Slots+1 {
 				t.Errorf("%v: want at least 85%% of the Everys, and at most one more than them", p)
