@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 // processes (pacefleet), on the run's own redis-server.
 
 const paceEvery = 500 * time.Millisecond
+
+// visits is the recruiter's aim of visits per slot (recruiter/pace.go).
+const visits = 2.5
 
 // paceRow is one fleet at one traffic.
 type paceRow struct {
@@ -152,6 +156,12 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	table(byTraffic)
 	p("")
 	p("![runs per Every and round trips per run against traffic](bench/results/pace-traffic.svg)")
+	p("")
+	p("")
+	p("### On paper: 10,000 processes")
+	p("")
+	p("A process's mean gap between visits is the fleet's estimated size over %.1f slots, so a slot gets about %.1f visits at any fleet size: with independent visits a slot is missed with chance e^-%.1f = %.0f %%, and a run costs its slot's visits, %.1f / %.2f = %.2f round trips, plus at most one release (a run taken late in its slot), so at most %.2f, at 10 or 10,000 processes alike. Each of 10,000 processes then visits about once per %s slots. A start-up of the whole fleet at once costs about %s round trips (one visit each, then one about every second slot while the count is young), once: less than a second of one Redis core.",
+		visits, visits, visits, 100*math.Exp(-visits), visits, 1-math.Exp(-visits), visits/(1-math.Exp(-visits)), visits/(1-math.Exp(-visits))+1, count(int(10000/visits)), count(10000*5))
 	p("")
 	p("A slot in which no process of the fleet has a fast exit cannot run the job: with fewer fast exits than about one per Every, the cadence is the share of slots that have one (docs/pacing.md, Limits); `Config.IdleFallback` covers a fleet without traffic.")
 	return b.String()
