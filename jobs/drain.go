@@ -20,6 +20,12 @@ import (
 // delivery is at least once.
 type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
 
+// ThenHandler is a [Handler] that may also return the item that follows
+// its item: then, when not nil, is enqueued by the item's ack, in the same
+// script call ([queue.Settlement.Then]), so that it is added once, and
+// only if the ack is. A failed item's then is ignored.
+type ThenHandler func(ctx context.Context, it queue.Item) (result []byte, then *queue.Then, err error)
+
 // DrainConfig configures [Drain]. The zero value is valid.
 type DrainConfig struct {
 	// Batching's defaults for Drain: Batch 100 items per call of
@@ -60,6 +66,19 @@ type DrainConfig struct {
 // [ErrHandlerPanic] (with the stack) at its end, so that the recruiter logs
 // and counts it.
 func Drain(q *queue.Queue, handler Handler, cfg DrainConfig) (recruiter.Job, error) {
+	if handler == nil {
+		return DrainThen(q, nil, cfg)
+	}
+	return DrainThen(q, func(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
+		result, err := handler(ctx, it)
+		return result, nil, err
+	}, cfg)
+}
+
+// DrainThen is [Drain] with a handler that may return a follow-up for
+// each item, enqueued with its ack (chains of items: see
+// [queue.Queue.Chain]); everything else is Drain's.
+func DrainThen(q *queue.Queue, handler ThenHandler, cfg DrainConfig) (recruiter.Job, error) {
 	switch {
 	case q == nil:
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
@@ -75,7 +94,7 @@ func Drain(q *queue.Queue, handler Handler, cfg DrainConfig) (recruiter.Job, err
 
 type drainJob struct {
 	q       *queue.Queue
-	handler Handler
+	handler ThenHandler
 	cfg     DrainConfig
 	name    string
 }
@@ -183,13 +202,13 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item
 		}
 		hctx, cancel := context.WithDeadline(ctx, settleBy)
 		began := time.Now()
-		result, err := j.call(hctx, s, it)
+		result, then, err := j.call(hctx, s, it)
 		cancel()
 		took := time.Since(began)
 		s.busy += took
 		s.slowest = max(s.slowest, took)
 		s.started++
-		outcomes = append(outcomes, queue.Settlement{Item: it, Result: result, Err: err})
+		outcomes = append(outcomes, queue.Settlement{Item: it, Result: result, Then: then, Err: err})
 	}
 	return outcomes
 }
@@ -207,10 +226,10 @@ func (j *drainJob) leaseMargin(s *drainSlice) time.Duration {
 }
 
 // call runs the handler on one item, turning a panic into the item's error.
-func (j *drainJob) call(ctx context.Context, s *drainSlice, it queue.Item) (result []byte, err error) {
+func (j *drainJob) call(ctx context.Context, s *drainSlice, it queue.Item) (result []byte, then *queue.Then, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			result, err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
+			result, then, err = nil, nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
 			if s.panicked == nil {
 				s.panicked = fmt.Errorf("%w on item %s: %v\n%s", ErrHandlerPanic, it.ID, v, debug.Stack())
 			}

@@ -78,6 +78,8 @@
 //	…:notify:ID list that wakes Wait, expires a minute after use
 //	…:limits    hash id → the item's own max attempts, if it has one
 //	…:unique:K  hash "id" → the item holding unique key K; expires with K
+//	…:chain:C   hash id, step, steps of chain C's current item (see
+//	            Queue.Chain); expires ResultRetention after its last move
 //
 // A unique key's lock is not deleted when its item is acked, dead-lettered
 // or purged: the next enqueue with the key finds its holder gone (no

@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,6 +53,12 @@ type EnqueueOptions struct {
 	// with the same key adds a new item even if the first is still live.
 	// Required with Unique (and an error without it); at most a year.
 	UniqueFor time.Duration
+	// Chain, when not zero, makes the item a step of a chain, whose
+	// record [Queue.Chain] reads: the first usually, and each next one is
+	// enqueued by the ack of the one before ([Then]). An empty Chain.ID
+	// names the chain after the item: its id is the chain's. The record
+	// is not written when Unique finds a duplicate.
+	Chain ChainStep
 }
 
 func (o EnqueueOptions) validate() error {
@@ -65,6 +73,9 @@ func (o EnqueueOptions) validate() error {
 		return fmt.Errorf("%w: UniqueFor %v without a Unique key", ErrInvalidArgument, o.UniqueFor)
 	case o.Unique != "" && (o.UniqueFor <= 0 || o.UniqueFor > uniqueForMax):
 		return fmt.Errorf("%w: UniqueFor %v of Unique key %.40q is not in (0, %v]", ErrInvalidArgument, o.UniqueFor, o.Unique, uniqueForMax)
+	}
+	if !o.Chain.isZero() {
+		return o.Chain.validate(true)
 	}
 	return nil
 }
@@ -99,8 +110,15 @@ func (q *Queue) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 	}
 	id = newID()
+	step, steps := "", 0
+	if !opts.Chain.isZero() {
+		chain := cmp.Or(opts.Chain.ID, id)
+		keys = append(keys[:len(keys):len(keys)], q.k.chain(chain))
+		step, steps = strconv.Itoa(opts.Chain.Step), opts.Chain.Steps
+	}
 	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, encodingPin, id, payload,
-		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor)).Slice()
+		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor),
+		step, steps, q.cfg.ResultRetention.Milliseconds()).Slice()
 	if err != nil {
 		return "", false, q.wrap("enqueue", err)
 	}

@@ -5,12 +5,16 @@
 -- KEYS[7]: the unique key's lock (a hash whose field "id" is the id
 -- holding it, expiring with the key: HSET and PEXPIRE rather than SET PX,
 -- so that the documented ACL grant covers it), with a unique key only
+-- KEYS[#KEYS]: the chain's record (a hash: id, step, steps; see
+-- Queue.Chain), with a chain step only
 -- ARGV[1]: the encoding pin (see encodingPin in queue.go), the field "" of
 -- values, ready and limits
 -- ARGV[2]: id   ARGV[3]: payload
 -- ARGV[4]: delay in ms (0: pending at once)
 -- ARGV[5]: max attempts (0: the queue's)
--- ARGV[6]: the unique key's lifetime in ms (with KEYS[7])
+-- ARGV[6]: the unique key's lifetime in ms (with KEYS[7]; 0: no key)
+-- ARGV[7]: the item's step in its chain ('': none)   ARGV[8]: the chain's
+-- steps   ARGV[9]: how long the record outlives the item's due time, ms
 -- Returns {id, 0} when it added the item, and when that id already has a
 -- value (a resent call: nothing is added twice); {holder, 1} when the
 -- unique key is held by a live item (pending, delayed or leased: it has a
@@ -22,7 +26,11 @@ local id = ARGV[2]
 if redis.call('HEXISTS', KEYS[2], id) == 1 then
   return {id, 0}
 end
-local unique = KEYS[7]
+local unique = tonumber(ARGV[6]) > 0 and KEYS[7]
+local chain = (ARGV[7] or '') ~= '' and KEYS[#KEYS]
+if chain and #KEYS ~= (unique and 8 or 7) then
+  return redis.error_reply('ERR enqueue: a chain step without its record key')
+end
 if unique then
   local holder = redis.call('HGET', unique, 'id')
   if holder and holder ~= id and redis.call('HEXISTS', KEYS[2], holder) == 1
@@ -40,6 +48,9 @@ end
 if limit > 0 then
   redis.call('HEXISTS', KEYS[5], '')
 end
+if chain then
+  redis.call('HEXISTS', chain, '')
+end
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
 if limit > 0 then
@@ -55,5 +66,9 @@ end
 if unique then
   redis.call('HSET', unique, 'id', id)
   redis.call('PEXPIRE', unique, ARGV[6])
+end
+if chain then
+  redis.call('HSET', chain, 'id', id, 'step', ARGV[7], 'steps', ARGV[8])
+  redis.call('PEXPIRE', chain, delay + tonumber(ARGV[9]))
 end
 return {id, 0}

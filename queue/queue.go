@@ -91,7 +91,7 @@ func newKeys(prefix, name string) keys {
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes}
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
 	k.extendKeys = []string{k.leases, k.attempts}
-	k.settleKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.expiring, k.limits}
+	k.settleKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.expiring, k.limits, k.pending}
 	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
@@ -104,6 +104,10 @@ func newKeys(prefix, name string) keys {
 // unique is the key of the lock a unique key takes (see EnqueueWith): a
 // hash whose field "id" is the item holding it, expiring with UniqueFor.
 func (k keys) unique(key string) string { return k.tag + ":unique:" + key }
+
+// chain is the key of a chain's record (see Chain): a hash of its
+// current step's id, that step's place and the chain's steps.
+func (k keys) chain(id string) string { return k.tag + ":chain:" + id }
 
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }

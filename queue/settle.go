@@ -31,6 +31,7 @@ const causeMax = 1024
 const (
 	kindAck  = "a"
 	kindNack = "n"
+	kindThen = "t" // an ack with a follow-up
 )
 
 // Settlement is what became of one claimed item, for [Queue.Settle].
@@ -40,6 +41,9 @@ type Settlement struct {
 	Result []byte
 	// Err, when not nil, makes the settlement a nack; its text is the cause.
 	Err error
+	// Then, with an ack, is an item that the ack enqueues in the same
+	// script call (a nack ignores it): see [Then].
+	Then *Then
 }
 
 // Settled counts what a [Queue.Settle] did.
@@ -53,7 +57,8 @@ type Settled struct {
 }
 
 // Settle acks and nacks claimed items in one round trip per [BatchMax]
-// settlements. An ack stores the result for Config.ResultRetention, drops the
+// settlements. An ack with a [Then] enqueues its follow-up in the same
+// script call, and moves the follow-up's chain, if any, on to it. An ack stores the result for Config.ResultRetention, drops the
 // item's value and lease, and wakes its waiters. A nack at an attempt below
 // Config.MaxAttempts (or the item's own, [EnqueueOptions.MaxAttempts])
 // delays the item by the backoff; at the last attempt it dead-letters the
@@ -69,23 +74,48 @@ func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled,
 		if err := checkItem(o.Item); err != nil {
 			return s, err
 		}
+		if o.Then != nil && o.Err == nil {
+			if len(o.Then.Payload) == 0 {
+				return s, fmt.Errorf("%w: follow-up of item %s", ErrEmptyPayload, o.Item.ID)
+			}
+			if !o.Then.Chain.isZero() {
+				if err := o.Then.Chain.validate(false); err != nil {
+					return s, fmt.Errorf("follow-up of item %s: %w", o.Item.ID, err)
+				}
+			}
+		}
 	}
 	for start := 0; start < len(settlements); start += BatchMax {
 		chunk := settlements[start:min(start+BatchMax, len(settlements))]
 		keys := make([]string, 0, len(q.k.settleKeys)+len(chunk))
 		keys = append(keys, q.k.settleKeys...)
+		for _, o := range chunk {
+			keys = append(keys, q.k.notify(o.Item.ID))
+		}
 		args := make([]any, 0, 4+5*len(chunk))
 		args = append(args, q.cfg.ResultRetention.Milliseconds(), notifyTTL.Milliseconds(), q.cfg.MaxAttempts, encodingPin)
 		for _, o := range chunk {
-			keys = append(keys, q.k.notify(o.Item.ID))
 			err := o.Err
 			if err == nil {
 				err = q.checkPayload("result", o.Result)
 			}
+			if err == nil && o.Then != nil {
+				err = q.checkPayload("follow-up", o.Then.Payload)
+			}
 			if err == nil {
 				stored := make([]byte, 0, len(o.Item.Token)+1+len(o.Result))
 				stored = append(append(append(stored, o.Item.Token...), ':'), o.Result...)
-				args = append(args, o.Item.ID, o.Item.Token, kindAck, stored, 0) // an ack has no backoff
+				if o.Then == nil {
+					args = append(args, o.Item.ID, o.Item.Token, kindAck, stored, 0) // an ack has no backoff
+					continue
+				}
+				record := 0 // the chain record's index in KEYS, from 1; 0 for none
+				if !o.Then.Chain.isZero() {
+					keys = append(keys, q.k.chain(o.Then.Chain.ID))
+					record = len(keys)
+				}
+				args = append(args, o.Item.ID, o.Item.Token, kindThen, stored, 0,
+					newID(), o.Then.Payload, record, o.Then.Chain.Step, o.Then.Chain.Steps)
 				continue
 			}
 			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()

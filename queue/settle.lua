@@ -2,19 +2,29 @@
 -- KEYS[1]: leases (zset)   KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)    KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)
 -- KEYS[7]: dead (zset)     KEYS[8]: waiting (hash)   KEYS[9]: results (hash)
--- KEYS[10]: expiring (list)   KEYS[11]: limits (hash)
--- then per item i (from 0): KEYS[12+i] its wake-up list (in the queue's
--- hash tag).
+-- KEYS[10]: expiring (list)   KEYS[11]: limits (hash)   KEYS[12]: pending
+-- (list), for follow-ups
+-- then per item i (from 1): KEYS[12+i] its wake-up list (in the queue's
+-- hash tag); then the chain records of follow-ups, if any.
 -- ARGV[1]: result retention ms   ARGV[2]: wake-up list ttl ms
 -- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
 -- queue.go), the field "" of results
--- then per item i: ARGV[5+5i] id, [6+5i] claim token, [7+5i] its kind,
--- 'a' for an ack or 'n' for a nack, [8+5i] "token:result" (ack) or the
--- cause (nack), [9+5i] the retry backoff in ms (nack; an ack ignores it).
+-- then per item, a group of 5: id, claim token, its kind ('a' an ack, 'n'
+-- a nack, 't' an ack with a follow-up), "token:result" (ack) or the cause
+-- (nack), the retry backoff in ms (nack; an ack ignores it). An item of
+-- kind 't' is followed by a second group of 5, its follow-up: the new
+-- item's id, its payload, the index in KEYS of the chain record the ack
+-- moves on (0: none; chain records come after the wake-up lists), the
+-- step and the steps of the chain the new item is (see Queue.Chain).
 -- The kind alone tells an ack from a nack: a nack's backoff that is not a
 -- finite number >= 0 counts as 0 (retry at once). Any other kind, or
--- ARGV not in groups of 5, is an error raised before anything is written:
+-- groups cut short, is an error raised before anything is written:
 -- nothing changes, for the other items of the call either.
+-- A follow-up is enqueued (pending, value, ready) only by the ack that
+-- the script applies: an ack whose claim is no longer current, or a
+-- resent ack, enqueues nothing, so a follow-up is added once. Its chain
+-- record, a hash (id, step, steps), is set to it and expires after the
+-- result retention.
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
 -- for a retry, 3 dead-lettered, 0 claim no longer current (nothing done).
 -- An acked result is stored as "expiry ms:token:result" in results, and
@@ -36,16 +46,28 @@ local function wake(key)
   redis.call('PEXPIRE', key, ttl)
 end
 
-if (#ARGV - 4) % 5 ~= 0 then
-  return redis.error_reply('ERR settle: ' .. (#ARGV - 4) .. ' item arguments, not groups of 5')
-end
-local ids = {}
-for i = 5, #ARGV, 5 do
-  local kind = ARGV[i + 2]
-  if kind ~= 'a' and kind ~= 'n' then
-    return redis.error_reply('ERR settle: unknown kind "' .. kind .. '" of item ' .. ARGV[i])
+-- ids[i] is item i's id, base[i] the index in ARGV of its group.
+local ids, base = {}, {}
+local g = 5
+while g <= #ARGV do
+  if g + 4 > #ARGV then
+    return redis.error_reply('ERR settle: ' .. (#ARGV - g + 1) .. ' item arguments, not a group of 5')
   end
-  ids[#ids + 1] = ARGV[i]
+  local kind = ARGV[g + 2]
+  if kind ~= 'a' and kind ~= 'n' and kind ~= 't' then
+    return redis.error_reply('ERR settle: unknown kind "' .. kind .. '" of item ' .. ARGV[g])
+  end
+  ids[#ids + 1] = ARGV[g]
+  base[#ids] = g
+  if kind == 't' then
+    local key = tonumber(ARGV[g + 7])
+    if g + 9 > #ARGV or not key or (key ~= 0 and not KEYS[key]) then
+      return redis.error_reply('ERR settle: item ' .. ARGV[g] .. ' has no follow-up group')
+    end
+    g = g + 10
+  else
+    g = g + 5
+  end
 end
 
 -- Attempt limits of items enqueued with their own (EnqueueOptions.
@@ -76,8 +98,12 @@ local retried = {}
 local settled, counts, causes, delays, dead, deadIds = {}, {}, {}, {}, {}, {}
 -- Counters rather than #t on the acks' path: # searches the table.
 local nsettled, acks = 0, 0
+-- The ARGV indices of the follow-up groups of the acks applied.
+local thens, nthen = {}, 0
 for i, id in ipairs(ids) do
-  local token, ack, data = ARGV[5 * i + 1], ARGV[5 * i + 2] == 'a', ARGV[5 * i + 3]
+  local b = base[i]
+  local token, kind, data = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local ack = kind ~= 'n'
   local code = 0
   -- The attempts field is the token "attempt-claim" while leased and the
   -- bare count otherwise, which is no token even when sent as one.
@@ -94,8 +120,12 @@ for i, id in ipairs(ids) do
       results[2 * acks + 1] = id -- after the pin
       results[2 * acks + 2] = prefix .. data
       expiring[acks] = prefix .. id
+      if kind == 't' then
+        nthen = nthen + 1
+        thens[nthen] = b + 5
+      end
       if waited[i] then
-        wake(KEYS[11 + i])
+        wake(KEYS[12 + i])
         woken[#woken + 1] = id
       end
       code = 1
@@ -111,12 +141,12 @@ for i, id in ipairs(ids) do
         dead[#dead + 1] = id
         deadIds[#deadIds + 1] = id
         if waited[i] then
-          wake(KEYS[11 + i])
+          wake(KEYS[12 + i])
           woken[#woken + 1] = id
         end
         code = 3
       else
-        local backoff = tonumber(ARGV[5 * i + 4])
+        local backoff = tonumber(ARGV[b + 4])
         -- Go sends whole ms >= 0; anything else (no number, NaN, a negative
         -- or an infinite one) retries at once.
         if not (backoff and backoff >= 0 and backoff < math.huge) then
@@ -141,6 +171,26 @@ for i, id in ipairs(ids) do
   codes[i] = code
 end
 
+if nthen > 0 then
+  -- Added before the acked items are taken from their places (below).
+  redis.call('LLEN', KEYS[12]) -- fails on a malformed pending list before these writes
+  local now_s = tostring(now)
+  local values, ready, newIds = {}, {}, {}
+  for j, at in ipairs(thens) do
+    local nid = ARGV[at]
+    newIds[j] = nid
+    values[2 * j - 1], values[2 * j] = nid, ARGV[at + 1]
+    ready[2 * j - 1], ready[2 * j] = nid, now_s
+    local key = tonumber(ARGV[at + 2])
+    if key > 0 then
+      redis.call('HSET', KEYS[key], 'id', nid, 'step', ARGV[at + 3], 'steps', ARGV[at + 4])
+      redis.call('PEXPIRE', KEYS[key], retention)
+    end
+  end
+  redis.call('HSET', KEYS[2], unpack(values))
+  redis.call('LPUSH', KEYS[12], unpack(newIds))
+  redis.call('HSET', KEYS[4], unpack(ready))
+end
 if #acked > 0 then
   redis.call('HSET', KEYS[9], unpack(results))
   redis.call('RPUSH', KEYS[10], unpack(expiring))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,6 +96,41 @@ func TestEnqueueOptionsOnCluster(t *testing.T) {
 			}
 			if dead, err := b.q.Dead(ctx, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
 				t.Fatalf("Dead = %+v, %v; want %s after 2 attempts", dead, err, failing)
+			}
+		})
+	}
+}
+
+// Chains on a 3-master cluster, on three queues (three slots): each
+// chain's steps, its record and its waiter stay on its queue's slot; one
+// chain finishes, one stops at its dead step.
+func TestChainsOnCluster(t *testing.T) {
+	t.Parallel()
+	cc := redistest.StartCluster(t).Client(t)
+	for i := range 3 {
+		t.Run("queue-"+strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, cc, fastRetries)
+			ran := map[string]*atomic.Int64{}
+			chainMux(t, b, ran)
+			ctx := testrig.Context(t, 30*time.Second)
+			ok, err := tasks.EnqueueChain(ctx, b.client, chainOf("q", i, 1)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, err := tasks.EnqueueChain(ctx, b.client, tasks.Step{Type: "add", Args: addArgs{}}, tasks.Step{Type: "fail"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.drive(t, "both chains ended", func() bool {
+				d, err := b.q.Stats(ctx)
+				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
+			})
+			if got, err := tasks.WaitChain[string](ctx, b.client, ok); err != nil || got != fmt.Sprintf("q=%d", 2*(i+1)) {
+				t.Fatalf("WaitChain = %q, %v", got, err)
+			}
+			if _, err := tasks.WaitChain[string](ctx, b.client, bad); !errors.Is(err, queue.ErrDead) {
+				t.Fatalf("WaitChain of the failing chain: %v, want ErrDead", err)
 			}
 		})
 	}

@@ -1,6 +1,6 @@
 // Package tasks runs typed tasks on a [queue.Queue]: handlers registered by
 // task type, a job that the web servers' slices drain the queue with, and
-// calls that enqueue a task and wait for its typed result.
+// calls that enqueue a task and wait for its typed result, and chains.
 //
 //	mux := tasks.NewMux()
 //	err := tasks.Handle(mux, "resize", func(ctx context.Context, a ResizeArgs) (Thumb, error) { ... })
@@ -10,6 +10,8 @@
 //	c, err := tasks.NewClient(q)
 //	id, err := tasks.Enqueue(ctx, c, "resize", ResizeArgs{...})        // fire and forget
 //	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", args) // enqueue and wait
+//	id, err = tasks.EnqueueChain(ctx, c, tasks.Step{Type: "resize", Args: args}, tasks.Pipe("upload"))
+//	url, err := tasks.WaitChain[string](ctx, c, id)                    // the last step's result
 //	id, err = tasks.Enqueue(ctx, c, "resize", args,                    // with options
 //		tasks.Delay(time.Minute), tasks.Attempts(10), tasks.Unique("cat.png", time.Hour))
 //
@@ -54,6 +56,21 @@
 // their bounds fail the enqueue with [ErrInvalidArgument] and add
 // nothing.
 //
+// # Chains
+//
+// [EnqueueChain] adds a chain of tasks, A → B → C, each a [Step]; its id
+// is its first task's. The job enqueues each next step in the same
+// script call that acks the step before it (one round trip per batch
+// still), so a worker killed between a claim and its ack loses nothing
+// (the lease expires, [queue.Queue.Tidy] hands the step back), and a
+// step that succeeded never runs again. A step's handler reads the
+// previous step's result with [PreviousResult], or gets it as its
+// arguments when the step is a [Pipe]. A step that dies stops the chain:
+// [WaitChain] (and [CallChain], which enqueues and waits) returns an
+// error wrapping [queue.ErrDead] with its cause; requeued, the chain
+// runs on. [ChainStatus] reads the chain's progress in one call: its
+// step of how many, that step's id, running, done or failed.
+//
 // # Encoding
 //
 // A task is one queue item whose payload is an envelope: a version byte,
@@ -62,12 +79,13 @@
 // The codec is JSON (encoding/json) unless [WithCodec] sets another; a
 // Mux refuses tasks encoded with a codec of another name, with
 // [ErrDecode]. An envelope of an unknown version is refused the same way,
-// so later versions can add fields.
+// so later versions can add fields: a chain's step is version 2, which
+// carries the chain's place, the previous result and the steps to come.
 //
 // # Not yet
 //
-// Chains (a task's result as the next one's arguments) and fan-out (one
-// task starting many, and waiting for them) are not there yet. [Enqueue]
+// Fan-out (one task starting many, and waiting for them) is not there
+// yet. [Enqueue]
 // does not say whether a unique enqueue was a duplicate;
 // [queue.Queue.EnqueueWith] does.
 package tasks

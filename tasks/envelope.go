@@ -7,42 +7,115 @@ import (
 	"github.com/worksteal/worksteal/internal/names"
 )
 
-// envelopeV1 is the first byte of every envelope this version writes. A
-// later version (chains, fan-out, unique keys) gets a byte of its own, so
-// that a Mux that does not know it fails the task with ErrDecode rather
-// than misreading it.
-const envelopeV1 = 1
+// The first byte of every envelope: its version. A Mux that does not know
+// a version fails the task with ErrDecode rather than misreading it.
+const (
+	envelopeV1 = 1 // a task
+	envelopeV2 = 2 // a step of a chain
+)
 
-// envelope is a task as a queue item's payload holds it:
+// envelope is a task as a queue item's payload holds it. Version 1, a
+// task on its own:
 //
 //	byte    version (envelopeV1)
 //	uvarint length of the type, then the type
 //	uvarint length of the codec's name, then the name
 //	bytes   the encoded arguments, to the end
+//
+// Version 2, a step of a chain, adds after the codec's name:
+//
+//	uvarint length of the chain's id, then the id ("" at step 1: the
+//	        chain is named after its first item)
+//	uvarint the step, 1 to steps
+//	uvarint the chain's steps, at most chainStepsMax
+//	byte    1 if this step's arguments are the previous result, else 0
+//	uvarint length of the previous step's result, then the result
+//	        (empty at step 1)
+//	then for each step after this one: a byte, 1 if its arguments are
+//	        the previous result (and none follow), else 0 and the
+//	        uvarint length of its arguments, then them; the uvarint
+//	        length of its type, then the type
+//
+// and ends with this step's encoded arguments (none when piped).
 type envelope struct {
 	Type  string
 	Codec string
 	Args  []byte
+	Chain *chainPart // nil: version 1
+}
+
+// chainPart is what a step of a chain carries: where it is, the previous
+// step's result and the steps still to come.
+type chainPart struct {
+	ID          string
+	Step, Steps int
+	Piped       bool // Args are Prev
+	Prev        []byte
+	Rest        []encodedStep
+}
+
+// encodedStep is a step still to come, its arguments encoded.
+type encodedStep struct {
+	Type  string
+	Piped bool
+	Args  []byte
 }
 
 func (e envelope) encode() []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(e.Type)+len(e.Codec)+len(e.Args))
-	b = append(b, envelopeV1)
-	b = binary.AppendUvarint(b, uint64(len(e.Type)))
-	b = append(b, e.Type...)
-	b = binary.AppendUvarint(b, uint64(len(e.Codec)))
-	b = append(b, e.Codec...)
+	n := 1 + 2*binary.MaxVarintLen64 + len(e.Type) + len(e.Codec) + len(e.Args)
+	if c := e.Chain; c != nil {
+		n += 5*binary.MaxVarintLen64 + len(c.ID) + len(c.Prev)
+		for _, s := range c.Rest {
+			n += 1 + 2*binary.MaxVarintLen64 + len(s.Type) + len(s.Args)
+		}
+	}
+	b := make([]byte, 0, n)
+	if e.Chain == nil {
+		b = append(b, envelopeV1)
+	} else {
+		b = append(b, envelopeV2)
+	}
+	b = appendBytes(b, e.Type)
+	b = appendBytes(b, e.Codec)
+	if c := e.Chain; c != nil {
+		b = appendBytes(b, c.ID)
+		b = binary.AppendUvarint(b, uint64(c.Step))
+		b = binary.AppendUvarint(b, uint64(c.Steps))
+		b = append(b, flag(c.Piped))
+		b = appendBytes(b, c.Prev)
+		for _, s := range c.Rest {
+			b = append(b, flag(s.Piped))
+			if !s.Piped {
+				b = appendBytes(b, s.Args)
+			}
+			b = appendBytes(b, s.Type)
+		}
+		if c.Piped {
+			return b
+		}
+	}
 	return append(b, e.Args...)
 }
 
-// decodeEnvelope reads an envelope; every error wraps ErrDecode. Args
-// shares b's memory.
+func appendBytes[S string | []byte](b []byte, s S) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func flag(on bool) byte {
+	if on {
+		return 1
+	}
+	return 0
+}
+
+// decodeEnvelope reads an envelope; every error wraps ErrDecode. Its
+// byte slices share b's memory.
 func decodeEnvelope(b []byte) (envelope, error) {
 	if len(b) == 0 {
 		return envelope{}, fmt.Errorf("%w: empty envelope", ErrDecode)
 	}
-	if b[0] != envelopeV1 {
-		return envelope{}, fmt.Errorf("%w: envelope version %d, want %d", ErrDecode, b[0], envelopeV1)
+	if b[0] != envelopeV1 && b[0] != envelopeV2 {
+		return envelope{}, fmt.Errorf("%w: envelope version %d, want %d or %d", ErrDecode, b[0], envelopeV1, envelopeV2)
 	}
 	rest := b[1:]
 	typ, rest, err := readName(rest, "type")
@@ -53,24 +126,113 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	if err != nil {
 		return envelope{}, err
 	}
-	return envelope{Type: typ, Codec: codec, Args: rest}, nil
+	e := envelope{Type: typ, Codec: codec}
+	if b[0] == envelopeV2 {
+		if e.Chain, rest, err = readChain(rest); err != nil {
+			return envelope{}, err
+		}
+		if e.Chain.Piped {
+			if len(rest) > 0 {
+				return envelope{}, fmt.Errorf("%w: envelope's piped step has arguments", ErrDecode)
+			}
+			rest = e.Chain.Prev
+		}
+	}
+	e.Args = rest
+	return e, nil
+}
+
+func readChain(b []byte) (*chainPart, []byte, error) {
+	c := &chainPart{}
+	id, b, err := readBytes(b, "chain id")
+	if err != nil {
+		return nil, nil, err
+	}
+	c.ID = string(id)
+	if len(c.ID) > chainIDMax {
+		return nil, nil, fmt.Errorf("%w: envelope's chain id is too long", ErrDecode)
+	}
+	var step, steps uint64
+	if step, b, err = readUvarint(b, "step"); err != nil {
+		return nil, nil, err
+	}
+	if steps, b, err = readUvarint(b, "steps"); err != nil {
+		return nil, nil, err
+	}
+	if steps < 1 || steps > chainStepsMax || step < 1 || step > steps || (step == 1) != (c.ID == "") {
+		return nil, nil, fmt.Errorf("%w: envelope's chain step %d of %d (chain id of %d bytes)", ErrDecode, step, steps, len(c.ID))
+	}
+	c.Step, c.Steps = int(step), int(steps)
+	if c.Piped, b, err = readFlag(b, "step"); err != nil {
+		return nil, nil, err
+	}
+	if c.Prev, b, err = readBytes(b, "previous result"); err != nil {
+		return nil, nil, err
+	}
+	if c.Step == 1 && (c.Piped || len(c.Prev) > 0) {
+		return nil, nil, fmt.Errorf("%w: envelope's first step has a previous result", ErrDecode)
+	}
+	c.Rest = make([]encodedStep, c.Steps-c.Step)
+	for i := range c.Rest {
+		s := &c.Rest[i]
+		if s.Piped, b, err = readFlag(b, "next step"); err != nil {
+			return nil, nil, err
+		}
+		if !s.Piped {
+			if s.Args, b, err = readBytes(b, "next step's arguments"); err != nil {
+				return nil, nil, err
+			}
+		}
+		if s.Type, b, err = readName(b, "next step's type"); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c, b, nil
+}
+
+func readFlag(b []byte, what string) (bool, []byte, error) {
+	if len(b) == 0 || b[0] > 1 {
+		return false, nil, fmt.Errorf("%w: envelope's %s flag is missing or not 0 or 1", ErrDecode, what)
+	}
+	return b[0] == 1, b[1:], nil
+}
+
+// readUvarint reads a minimal uvarint: Uvarint accepts padded encodings
+// (0x81 0x00 for 1), which are refused, so that an envelope has one
+// reading and one encoding.
+func readUvarint(b []byte, what string) (uint64, []byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return 0, nil, fmt.Errorf("%w: envelope's %s is cut short", ErrDecode, what)
+	}
+	var minimal [binary.MaxVarintLen64]byte
+	if w != len(binary.AppendUvarint(minimal[:0], n)) {
+		return 0, nil, fmt.Errorf("%w: envelope's %s has a padded length", ErrDecode, what)
+	}
+	return n, b[w:], nil
+}
+
+// readBytes reads a length-prefixed byte string.
+func readBytes(b []byte, what string) (data, rest []byte, err error) {
+	n, b, err := readUvarint(b, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("%w: envelope's %s is cut short", ErrDecode, what)
+	}
+	return b[:n:n], b[n:], nil
 }
 
 // readName reads a length-prefixed name that names.Check accepts.
 func readName(b []byte, what string) (name string, rest []byte, err error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return "", nil, fmt.Errorf("%w: envelope's %s is cut short", ErrDecode, what)
+	data, rest, err := readBytes(b, what)
+	if err != nil {
+		return "", nil, err
 	}
-	// Uvarint accepts padded encodings (0x81 0x00 for 1): refused, so that
-	// an envelope has one reading and one encoding.
-	var minimal [binary.MaxVarintLen64]byte
-	if w != len(binary.AppendUvarint(minimal[:0], n)) {
-		return "", nil, fmt.Errorf("%w: envelope's %s has a padded length", ErrDecode, what)
-	}
-	name = string(b[w : w+int(n)])
+	name = string(data)
 	if err := names.Check(name); err != nil {
 		return "", nil, fmt.Errorf("%w: envelope's %s: %v", ErrDecode, what, err)
 	}
-	return name, b[w+int(n):], nil
+	return name, rest, nil
 }

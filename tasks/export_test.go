@@ -7,6 +7,22 @@ func EncodeEnvelope(typ, codec string, args []byte) []byte {
 	return envelope{Type: typ, Codec: codec, Args: args}.encode()
 }
 
+// ReencodeEnvelope decodes an envelope of any version and encodes it
+// again.
+func ReencodeEnvelope(b []byte) ([]byte, error) {
+	e, err := decodeEnvelope(b)
+	if err != nil {
+		return nil, err
+	}
+	return e.encode(), nil
+}
+
+// ChainEnvelopeForTest is the envelope of a chain's first step.
+func ChainEnvelopeForTest(c *Client, steps ...Step) ([]byte, error) {
+	e, err := chainEnvelope(c, steps)
+	return e.encode(), err
+}
+
 func DecodeEnvelope(b []byte) (typ, codec string, args []byte, err error) {
 	e, err := decodeEnvelope(b)
 	return e.Type, e.Codec, e.Args, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -18,7 +19,13 @@ import (
 	"github.com/worksteal/worksteal/tasks"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The SIGKILL test re-executes this binary as its worker process.
+	if os.Getenv(chainWorkerEnv) != "" {
+		os.Exit(runChainWorker())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // fastRetries retries at once (1ms backoff) and dead-letters at the third
 // attempt, so that failing tasks end quickly.

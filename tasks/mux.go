@@ -114,24 +114,32 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = "tasks." + q.Name()
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
-	return jobs.Drain(q, m.run, cfg)
+	return jobs.DrainThen(q, m.run, cfg)
 }
 
-// run is the Drain handler: one queue item, one task.
-func (m *Mux) run(ctx context.Context, it queue.Item) ([]byte, error) {
+// run is the Drain handler: one queue item, one task; a chain's step
+// returns the next step, which its ack enqueues.
+func (m *Mux) run(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
 	env, err := decodeEnvelope(it.Payload)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if env.Codec != m.codec.Name() {
-		return nil, fmt.Errorf("%w: %s was encoded with codec %q, this Mux has %q", ErrDecode, env.Type, env.Codec, m.codec.Name())
+		return nil, nil, fmt.Errorf("%w: %s was encoded with codec %q, this Mux has %q", ErrDecode, env.Type, env.Codec, m.codec.Name())
 	}
 	var h handlerFunc
 	if table := m.handlers.Load(); table != nil {
 		h = (*table)[env.Type]
 	}
 	if h == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
+		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
 	}
-	return h(ctx, m.codec, env.Args)
+	if env.Chain != nil && env.Chain.Step > 1 {
+		ctx = context.WithValue(ctx, previousKey{}, &previous{codec: m.codec, data: env.Chain.Prev})
+	}
+	result, err := h(ctx, m.codec, env.Args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return result, env.next(it.ID, result), nil
 }

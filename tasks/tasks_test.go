@@ -175,7 +175,7 @@ func TestUndecodableTasksDeadLetter(t *testing.T) {
 	badArgs := mustEnqueue(t, b.client, "add", "not an object")
 	notEnvelope := raw([]byte("plain bytes"))
 	otherCodec := raw(tasks.EncodeEnvelope("add", "gob", []byte(`{"A":1}`)))
-	nextVersion := raw(append([]byte{2}, tasks.EncodeEnvelope("add", "json", []byte(`{}`))[1:]...))
+	nextVersion := raw(append([]byte{3}, tasks.EncodeEnvelope("add", "json", []byte(`{}`))[1:]...))
 	good2 := mustEnqueue(t, b.client, "add", addArgs{A: 2})
 
 	b.drive(t, "good tasks done, the others dead", func() bool {
@@ -186,7 +186,7 @@ func TestUndecodableTasksDeadLetter(t *testing.T) {
 	wantDead(t, b.q, badArgs, tasks.ErrDecode.Error(), "arguments of add")
 	wantDead(t, b.q, notEnvelope, tasks.ErrDecode.Error(), "version")
 	wantDead(t, b.q, otherCodec, tasks.ErrDecode.Error(), `codec "gob"`)
-	wantDead(t, b.q, nextVersion, tasks.ErrDecode.Error(), "version 2")
+	wantDead(t, b.q, nextVersion, tasks.ErrDecode.Error(), "version 3")
 	for id, want := range map[string]string{good1: `{"Sum":1,"Label":""}`, good2: `{"Sum":2,"Label":""}`} {
 		if res, err := b.q.Result(ctx, id); err != nil || string(res) != want {
 			t.Fatalf("Result(%s) = %s, %v; want %s", id, res, err, want)

@@ -1,0 +1,226 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/queue"
+)
+
+func claimOne(t *testing.T, q *queue.Queue) queue.Item {
+	t.Helper()
+	items, err := q.Claim(context.Background(), 1)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Claim = %d items, %v; want 1", len(items), err)
+	}
+	return items[0]
+}
+
+func wantChain(t *testing.T, q *queue.Queue, id string, state queue.ChainState, step, steps int) queue.Chain {
+	t.Helper()
+	c, err := q.Chain(context.Background(), id)
+	if err != nil || c.ID != id || c.State != state || c.Step != step || c.Steps != steps || c.Current == "" {
+		t.Fatalf("Chain(%s) = %+v, %v; want %v at step %d of %d", id, c, err, state, step, steps)
+	}
+	return c
+}
+
+// An ack with a follow-up enqueues it in the same script and moves the
+// chain on; a resent ack adds nothing twice; a lost claim adds nothing;
+// the last step's ack ends the chain with its result.
+func TestThenMovesTheChainOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := context.Background()
+	id, _, err := b.q.EnqueueWith(ctx, []byte("s1"), queue.EnqueueOptions{Chain: queue.ChainStep{Step: 1, Steps: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := wantChain(t, b.q, id, queue.ChainRunning, 1, 3); c.Current != id {
+		t.Fatalf("step 1 is %s, want the first item %s", c.Current, id)
+	}
+
+	it := claimOne(t, b.q)
+	step2 := queue.Settlement{Item: it, Result: []byte("r1"),
+		Then: &queue.Then{Payload: []byte("s2"), Chain: queue.ChainStep{ID: id, Step: 2, Steps: 3}}}
+	// A stale claim (another token) is lost and enqueues nothing.
+	stale := step2
+	stale.Item.Token = "9-9"
+	if s, err := b.q.Settle(ctx, stale); err != nil || len(s.Lost) != 1 {
+		t.Fatalf("Settle of a stale claim = %+v, %v; want lost", s, err)
+	}
+	if d, _ := b.q.Stats(ctx); d.Pending != 0 {
+		t.Fatalf("a lost ack enqueued its follow-up: %+v", d)
+	}
+	for i := range 2 { // the second is a resend: nothing twice
+		if s, err := b.q.Settle(ctx, step2); err != nil || s.Acked != 1 {
+			t.Fatalf("Settle %d = %+v, %v; want acked", i, s, err)
+		}
+	}
+	if d, _ := b.q.Stats(ctx); d.Pending != 1 || d.Leased != 0 {
+		t.Fatalf("after the ack: %+v, want one pending follow-up", d)
+	}
+	c := wantChain(t, b.q, id, queue.ChainRunning, 2, 3)
+	if v, err := b.q.Value(ctx, c.Current); string(v) != "s2" || err != nil {
+		t.Fatalf("step 2's value = %q, %v; want s2", v, err)
+	}
+	if r, err := b.q.Result(ctx, id); string(r) != "r1" || err != nil {
+		t.Fatalf("step 1's result = %q, %v", r, err)
+	}
+
+	it = claimOne(t, b.q)
+	if it.ID != c.Current {
+		t.Fatalf("claimed %s, want step 2 %s", it.ID, c.Current)
+	}
+	if _, err := b.q.Settle(ctx, queue.Settlement{Item: it, Result: []byte("r2"),
+		Then: &queue.Then{Payload: []byte("s3"), Chain: queue.ChainStep{ID: id, Step: 3, Steps: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	it = claimOne(t, b.q)
+	if err := b.q.Ack(ctx, it, []byte("r3")); err != nil {
+		t.Fatal(err)
+	}
+	c = wantChain(t, b.q, id, queue.ChainDone, 3, 3)
+	if string(c.Result) != "r3" || c.Current != it.ID {
+		t.Fatalf("done chain = %+v, want result r3 of %s", c, it.ID)
+	}
+	if d, _ := b.q.Stats(ctx); d != (queue.Depth{}) {
+		t.Fatalf("after the chain: %+v, want an empty queue", d)
+	}
+}
+
+// A step that dead-letters fails the chain with its cause; requeued, it
+// runs on. A nack ignores its follow-up.
+func TestChainFailsWithTheDeadStepsCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{MaxAttempts: 1})
+	ctx := context.Background()
+	id, _, err := b.q.EnqueueWith(ctx, []byte("s1"), queue.EnqueueOptions{Chain: queue.ChainStep{Step: 1, Steps: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := claimOne(t, b.q)
+	s, err := b.q.Settle(ctx, queue.Settlement{Item: it, Err: errors.New("boom"),
+		Then: &queue.Then{Payload: []byte("s2"), Chain: queue.ChainStep{ID: id, Step: 2, Steps: 2}}})
+	if err != nil || s.Dead != 1 {
+		t.Fatalf("Settle = %+v, %v; want dead", s, err)
+	}
+	c := wantChain(t, b.q, id, queue.ChainFailed, 1, 2)
+	if c.Cause != "boom" || c.Current != id {
+		t.Fatalf("failed chain = %+v, want cause boom at %s", c, id)
+	}
+	if d, _ := b.q.Stats(ctx); d.Pending != 0 || d.Dead != 1 {
+		t.Fatalf("a nack enqueued its follow-up: %+v", d)
+	}
+	if n, err := b.q.RequeueDead(ctx, 10); n != 1 || err != nil {
+		t.Fatalf("RequeueDead = %d, %v", n, err)
+	}
+	wantChain(t, b.q, id, queue.ChainRunning, 1, 2)
+}
+
+// A follow-up above MaxPayload turns the ack into a nack: nothing lost.
+func TestThenTooLargeIsANack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{MaxPayload: 8, MaxAttempts: 1})
+	ctx := context.Background()
+	id, _, err := b.q.EnqueueWith(ctx, []byte("s1"), queue.EnqueueOptions{Chain: queue.ChainStep{Step: 1, Steps: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := claimOne(t, b.q)
+	s, err := b.q.Settle(ctx, queue.Settlement{Item: it, Result: []byte("r"),
+		Then: &queue.Then{Payload: []byte("0123456789"), Chain: queue.ChainStep{ID: id, Step: 2, Steps: 2}}})
+	if err != nil || s.Dead != 1 {
+		t.Fatalf("Settle = %+v, %v; want dead", s, err)
+	}
+	if c := wantChain(t, b.q, id, queue.ChainFailed, 1, 2); !strings.Contains(c.Cause, "MaxPayload") {
+		t.Fatalf("cause %q, want one naming MaxPayload", c.Cause)
+	}
+}
+
+func TestChainBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := context.Background()
+	for _, cs := range []queue.ChainStep{
+		{Steps: 0, Step: 0, ID: "x"}, {Step: 1}, {Step: 0, Steps: 2}, {Step: 3, Steps: 2},
+		{Step: 1, Steps: 1001}, {ID: strings.Repeat("x", 513), Step: 1, Steps: 1},
+	} {
+		if _, _, err := b.q.EnqueueWith(ctx, []byte("p"), queue.EnqueueOptions{Chain: cs}); !errors.Is(err, queue.ErrInvalidArgument) {
+			t.Errorf("EnqueueWith chain %+v: %v, want ErrInvalidArgument", cs, err)
+		}
+	}
+	if _, err := b.q.Enqueue(ctx, []byte("p")); err != nil {
+		t.Fatal(err)
+	}
+	it := claimOne(t, b.q)
+	for _, th := range []*queue.Then{
+		{Payload: nil}, {Payload: []byte("p"), Chain: queue.ChainStep{Step: 1, Steps: 1}}, // no chain id
+		{Payload: []byte("p"), Chain: queue.ChainStep{ID: "c", Step: 2, Steps: 1}},
+	} {
+		if _, err := b.q.Settle(ctx, queue.Settlement{Item: it, Then: th}); !errors.Is(err, queue.ErrInvalidArgument) && !errors.Is(err, queue.ErrEmptyPayload) {
+			t.Errorf("Settle with Then %+v: %v, want an argument error", th, err)
+		}
+	}
+	if d, _ := b.q.Stats(ctx); d.Leased != 1 || d.Pending != 0 {
+		t.Fatalf("refused settles changed the queue: %+v", d)
+	}
+	for _, id := range []string{"", strings.Repeat("x", 513)} {
+		if _, err := b.q.Chain(ctx, id); !errors.Is(err, queue.ErrInvalidArgument) {
+			t.Errorf("Chain(%d bytes): %v, want ErrInvalidArgument", len(id), err)
+		}
+	}
+	if _, err := b.q.Chain(ctx, "nope"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("Chain(nope): %v, want ErrNotFound", err)
+	}
+}
+
+// A batch of acks with follow-ups is settled in one round trip.
+func TestSettleWithThenIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	rt := &redistest.RoundTrips{}
+	rdb.AddHook(rt)
+	q := newQueue(t, rdb, "rt", queue.Config{})
+	ctx := context.Background()
+	const n = 50
+	ids := make([]string, n)
+	for i := range ids {
+		id, _, err := q.EnqueueWith(ctx, []byte("s1"), queue.EnqueueOptions{Chain: queue.ChainStep{Step: 1, Steps: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	items, err := q.Claim(ctx, n)
+	if err != nil || len(items) != n {
+		t.Fatalf("Claim = %d, %v", len(items), err)
+	}
+	out := make([]queue.Settlement, n)
+	for i, it := range items {
+		// Items come in claim order; their chains are named by their ids.
+		out[i] = queue.Settlement{Item: it, Result: []byte("r"),
+			Then: &queue.Then{Payload: []byte("s2"), Chain: queue.ChainStep{ID: it.ID, Step: 2, Steps: 2}}}
+	}
+	if _, err := q.Settle(ctx, out[:1]...); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	before := rt.Load()
+	s, err := q.Settle(ctx, out[1:]...)
+	if err != nil || s.Acked != n-1 {
+		t.Fatalf("Settle = %+v, %v", s, err)
+	}
+	if got := rt.Load() - before; got != 1 {
+		t.Errorf("Settle of %d acks with follow-ups: %d round trips, want 1", n-1, got)
+	}
+	for _, id := range ids {
+		wantChain(t, q, id, queue.ChainRunning, 2, 2)
+	}
+	if d, _ := q.Stats(ctx); d.Pending != n {
+		t.Fatalf("Stats = %+v, want %d pending", d, n)
+	}
+}

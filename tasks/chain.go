@@ -1,0 +1,198 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/queue"
+)
+
+// Bounds of a chain: the queue's (queue.ChainStep).
+const (
+	chainIDMax    = 512
+	chainStepsMax = 1000
+)
+
+// Step is one task of a chain ([EnqueueChain]): its type and arguments,
+// which the client's codec encodes at the enqueue. A step made by [Pipe]
+// takes the previous step's result as its arguments instead.
+type Step struct {
+	Type string
+	Args any
+	pipe bool
+}
+
+// Pipe is a step of type typ whose arguments are the previous step's
+// result, as that step's handler returned it: its handler's argument type
+// must decode what the previous one's result type encodes, or the step
+// fails with [ErrDecode]. It cannot be a chain's first step.
+func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
+
+// EnqueueChain adds a chain of tasks, A → B → C, to the client's queue
+// and returns the chain's id (its first task's id). Only the first step
+// is enqueued: the [Mux] job enqueues each next step in the same script
+// call that acks the step before it, with that step's result available to
+// it ([PreviousResult], or as its arguments with [Pipe]), so that no step
+// is lost between two and none that succeeded runs again. A step that
+// fails its last attempt stops the chain in the dead letters; requeued
+// ([queue.Queue.RequeueDead]), it runs on. [ChainStatus] reads the
+// chain's progress; [WaitChain] waits for its end.
+//
+// A chain has 1 to 1000 steps; no steps, a step of an invalid type, a
+// first step made by Pipe or arguments that do not encode fail the call
+// with [ErrInvalidArgument], adding nothing. The arguments of every step
+// travel with each step, in one queue item: together they must fit the
+// queue's MaxPayload, with the largest previous result.
+func EnqueueChain(ctx context.Context, c *Client, steps ...Step) (string, error) {
+	env, err := chainEnvelope(c, steps)
+	if err != nil {
+		return "", err
+	}
+	id, _, err := c.q.EnqueueWith(ctx, env.encode(), queue.EnqueueOptions{
+		Chain: queue.ChainStep{Step: 1, Steps: len(steps)},
+	})
+	if errors.Is(err, queue.ErrInvalidArgument) {
+		return "", fmt.Errorf("%w: enqueue chain: %w", ErrInvalidArgument, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("tasks: enqueue chain of %s: %w", steps[0].Type, err)
+	}
+	return id, nil
+}
+
+// chainEnvelope is the envelope of a chain's first step.
+func chainEnvelope(c *Client, steps []Step) (envelope, error) {
+	switch {
+	case c == nil:
+		return envelope{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+	case len(steps) == 0:
+		return envelope{}, fmt.Errorf("%w: a chain of zero steps", ErrInvalidArgument)
+	case len(steps) > chainStepsMax:
+		return envelope{}, fmt.Errorf("%w: a chain of %d steps, above %d", ErrInvalidArgument, len(steps), chainStepsMax)
+	case steps[0].pipe:
+		return envelope{}, fmt.Errorf("%w: chain step 1 (%s) is piped, and has no previous result", ErrInvalidArgument, steps[0].Type)
+	}
+	encoded := make([]encodedStep, len(steps))
+	for i, s := range steps {
+		if err := names.Check(s.Type); err != nil {
+			return envelope{}, fmt.Errorf("%w: chain step %d: task type: %v", ErrInvalidArgument, i+1, err)
+		}
+		encoded[i] = encodedStep{Type: s.Type, Piped: s.pipe}
+		if !s.pipe {
+			data, err := c.codec.Marshal(s.Args)
+			if err != nil {
+				return envelope{}, fmt.Errorf("%w: chain step %d: arguments of %s: %w", ErrInvalidArgument, i+1, s.Type, err)
+			}
+			encoded[i].Args = data
+		}
+	}
+	return envelope{Type: encoded[0].Type, Codec: c.codec.Name(), Args: encoded[0].Args,
+		Chain: &chainPart{Step: 1, Steps: len(steps), Rest: encoded[1:]}}, nil
+}
+
+// next is the envelope and the queue's follow-up of the step after the
+// one env is, whose item is id and whose handler returned result; nil
+// after the last step.
+func (env envelope) next(id string, result []byte) *queue.Then {
+	c := env.Chain
+	if c == nil || len(c.Rest) == 0 {
+		return nil
+	}
+	s := c.Rest[0]
+	chain := c.ID
+	if chain == "" { // step 1: the chain is named after it
+		chain = id
+	}
+	args := s.Args
+	if s.Piped {
+		args = result
+	}
+	next := envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &chainPart{
+		ID: chain, Step: c.Step + 1, Steps: c.Steps, Piped: s.Piped, Prev: result, Rest: c.Rest[1:],
+	}}
+	return &queue.Then{Payload: next.encode(), Chain: queue.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}}
+}
+
+// ChainStatus reads the progress of the chain id in one script call: its
+// current step of how many, that step's task id, and whether it is
+// running, done (with the last step's result, encoded) or failed (with
+// the cause of the step that died). It returns an error wrapping
+// [queue.ErrNotFound] for an unknown chain, or one past the queue's
+// ResultRetention since it last moved.
+func ChainStatus(ctx context.Context, c *Client, id string) (queue.Chain, error) {
+	if c == nil {
+		return queue.Chain{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+	}
+	ch, err := c.q.Chain(ctx, id)
+	if errors.Is(err, queue.ErrInvalidArgument) {
+		return ch, fmt.Errorf("%w: chain status: %w", ErrInvalidArgument, err)
+	}
+	if err != nil {
+		return ch, fmt.Errorf("tasks: chain status: %w", err)
+	}
+	return ch, nil
+}
+
+// WaitChain waits for the end of the chain id, bounded by ctx, and
+// returns its last step's result decoded into R. A step that dies stops
+// the chain: WaitChain returns an error wrapping [queue.ErrDead] whose
+// text holds that step's cause. It waits with [queue.Queue.Wait] on each
+// step in turn, so it does not poll.
+func WaitChain[R any](ctx context.Context, c *Client, id string) (R, error) {
+	var r R
+	for {
+		ch, err := ChainStatus(ctx, c, id)
+		if err != nil {
+			return r, err
+		}
+		switch ch.State {
+		case queue.ChainDone:
+			if err := c.codec.Unmarshal(ch.Result, &r); err != nil {
+				return r, fmt.Errorf("%w: result of chain %s: %w", ErrDecode, id, err)
+			}
+			return r, nil
+		case queue.ChainFailed:
+			return r, fmt.Errorf("tasks: chain %s: step %d of %d (%s): %w: %s", id, ch.Step, ch.Steps, ch.Current, queue.ErrDead, ch.Cause)
+		}
+		// Running: wait for the current step to end, then read again. Its
+		// result or death shows in the chain's next read.
+		if _, err := c.q.Wait(ctx, ch.Current); err != nil && !errors.Is(err, queue.ErrDead) {
+			return r, fmt.Errorf("tasks: chain %s: %w", id, err)
+		}
+	}
+}
+
+// CallChain enqueues a chain ([EnqueueChain]) and waits for its last
+// step's result ([WaitChain]).
+func CallChain[R any](ctx context.Context, c *Client, steps ...Step) (R, error) {
+	id, err := EnqueueChain(ctx, c, steps...)
+	if err != nil {
+		var r R
+		return r, err
+	}
+	return WaitChain[R](ctx, c, id)
+}
+
+type previousKey struct{}
+
+// previous is a chain step's previous result, in its handler's context.
+type previous struct {
+	codec Codec
+	data  []byte
+}
+
+// PreviousResult decodes, in the handler of a chain's step, the result of
+// the step before it. ok is false in the handler of a task that is not a
+// chain's step, or is its first; an error wraps [ErrDecode].
+func PreviousResult[T any](ctx context.Context) (v T, ok bool, err error) {
+	p, _ := ctx.Value(previousKey{}).(*previous)
+	if p == nil {
+		return v, false, nil
+	}
+	if err := p.codec.Unmarshal(p.data, &v); err != nil {
+		return v, true, fmt.Errorf("%w: previous result: %w", ErrDecode, err)
+	}
+	return v, true, nil
+}

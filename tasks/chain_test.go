@@ -1,0 +1,259 @@
+package tasks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
+)
+
+type labelArgs struct{ Label string }
+
+// chainMux registers the steps of the chain tests: add; double, piped
+// (the sum as its arguments); label, which reads the previous result.
+// ran counts each type's runs.
+func chainMux(t *testing.T, b *bundle, ran map[string]*atomic.Int64) {
+	t.Helper()
+	for _, typ := range []string{"add", "double", "label", "fail"} {
+		ran[typ] = &atomic.Int64{}
+	}
+	mustHandle(t, b.mux, "add", func(ctx context.Context, a addArgs) (sum, error) {
+		ran["add"].Add(1)
+		return add(ctx, a)
+	})
+	mustHandle(t, b.mux, "double", func(ctx context.Context, s sum) (sum, error) {
+		ran["double"].Add(1)
+		if _, ok, _ := tasks.PreviousResult[sum](ctx); !ok {
+			return sum{}, errors.New("double: no previous result")
+		}
+		return sum{Sum: 2 * s.Sum, Label: s.Label}, nil
+	})
+	mustHandle(t, b.mux, "label", func(ctx context.Context, a labelArgs) (string, error) {
+		ran["label"].Add(1)
+		prev, ok, err := tasks.PreviousResult[sum](ctx)
+		if err != nil || !ok {
+			return "", fmt.Errorf("label: previous result %v, %v", ok, err)
+		}
+		return a.Label + "=" + strconv.Itoa(prev.Sum), nil
+	})
+	mustHandle(t, b.mux, "fail", func(ctx context.Context, _ struct{}) (string, error) {
+		ran["fail"].Add(1)
+		return "", errors.New("step failed on purpose")
+	})
+}
+
+func chainOf(label string, a, b int) []tasks.Step {
+	return []tasks.Step{
+		{Type: "add", Args: addArgs{A: a, B: b, Label: label}},
+		tasks.Pipe("double"),
+		{Type: "label", Args: labelArgs{Label: label}},
+	}
+}
+
+// A → B → C: each step is enqueued by the previous one's ack, with its
+// result; the chain's progress shows step by step; the waiter gets the
+// last result, typed.
+func TestChainRunsStepByStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ran := map[string]*atomic.Int64{}
+	chainMux(t, b, ran)
+	ctx := testrig.Context(t, 30*time.Second)
+	id, err := tasks.EnqueueChain(ctx, b.client, chainOf("x", 2, 3)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, want := range []string{"add", "double", "label"} {
+		st, err := tasks.ChainStatus(ctx, b.client, id)
+		if err != nil || st.State != queue.ChainRunning || st.Step != step+1 || st.Steps != 3 {
+			t.Fatalf("before %s: ChainStatus = %+v, %v; want running at step %d of 3", want, st, err, step+1)
+		}
+		if d, _ := b.q.Stats(ctx); d.Pending != 1 {
+			t.Fatalf("before %s: %s, want the one step pending", want, fmtDepth(d))
+		}
+		if _, err := b.job.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := ran[want].Load(); n != 1 {
+			t.Fatalf("%s ran %d times, want 1", want, n)
+		}
+	}
+	got, err := tasks.WaitChain[string](ctx, b.client, id)
+	if err != nil || got != "x=10" {
+		t.Fatalf("WaitChain = %q, %v; want x=10", got, err)
+	}
+	st, err := tasks.ChainStatus(ctx, b.client, id)
+	if err != nil || st.State != queue.ChainDone || st.Step != 3 || string(st.Result) != `"x=10"` {
+		t.Fatalf("ChainStatus = %+v, %v; want done with \"x=10\"", st, err)
+	}
+	if d, _ := b.q.Stats(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Fatalf("after the chain: %s", fmtDepth(d))
+	}
+}
+
+// Many chains, waited for concurrently while the job drives them.
+func TestCallChainWhileTheJobRuns(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	b := setup(t, srv.Client(t), fastRetries)
+	ran := map[string]*atomic.Int64{}
+	chainMux(t, b, ran)
+	// The waiters on a client of their own: each holds a connection while
+	// it blocks, which would starve the job's pool (see queue.Wait).
+	waiters, err := tasks.NewClient(newQueue(t, srv.Client(t), "tasks", fastRetries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testrig.Context(t, 30*time.Second)
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			got, err := tasks.CallChain[string](ctx, waiters, chainOf("c"+strconv.Itoa(i), i, 1)...)
+			if want := fmt.Sprintf("c%d=%d", i, 2*(i+1)); err == nil && got != want {
+				err = fmt.Errorf("CallChain %d = %q, want %q", i, got, want)
+			}
+			errs <- err
+		}()
+	}
+	done := 0
+	b.drive(t, "every chain answered", func() bool {
+		for {
+			select {
+			case err := <-errs:
+				if err != nil {
+					t.Error(err)
+				}
+				done++
+				continue
+			default:
+			}
+			return done == n
+		}
+	})
+	for typ, want := range map[string]int64{"add": n, "double": n, "label": n} {
+		if got := ran[typ].Load(); got != want {
+			t.Errorf("%s ran %d times, want %d", typ, got, want)
+		}
+	}
+}
+
+// A step that dead-letters stops the chain: the waiter gets its cause,
+// wrapping queue.ErrDead, and the steps after it never run.
+func TestChainStopsAtADeadStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ran := map[string]*atomic.Int64{}
+	chainMux(t, b, ran)
+	ctx := testrig.Context(t, 30*time.Second)
+	id, err := tasks.EnqueueChain(ctx, b.client,
+		tasks.Step{Type: "add", Args: addArgs{A: 1}}, tasks.Step{Type: "fail"}, tasks.Step{Type: "label", Args: labelArgs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := tasks.WaitChain[string](ctx, b.client, id); waited <- err }()
+	var werr error
+	b.drive(t, "the waiter answered", func() bool {
+		select {
+		case werr = <-waited:
+			return true
+		default:
+			return false
+		}
+	})
+	if !errors.Is(werr, queue.ErrDead) || !strings.Contains(werr.Error(), "step failed on purpose") || !strings.Contains(werr.Error(), "step 2 of 3") {
+		t.Fatalf("WaitChain: %v; want ErrDead with the cause of step 2 of 3", werr)
+	}
+	st, err := tasks.ChainStatus(ctx, b.client, id)
+	if err != nil || st.State != queue.ChainFailed || st.Step != 2 || st.Cause != "step failed on purpose" {
+		t.Fatalf("ChainStatus = %+v, %v; want failed at step 2", st, err)
+	}
+	if a, f, l := ran["add"].Load(), ran["fail"].Load(), ran["label"].Load(); a != 1 || f != 3 || l != 0 {
+		t.Fatalf("runs: add %d, fail %d, label %d; want 1, 3 (its attempts), 0", a, f, l)
+	}
+}
+
+// Bad chains are refused with ErrInvalidArgument, adding nothing.
+func TestChainBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ctx := testrig.Context(t, 10*time.Second)
+	for name, steps := range map[string][]tasks.Step{
+		"zero steps":       nil,
+		"empty type":       {{Type: ""}},
+		"bad type":         {{Type: "add"}, {Type: "a b"}},
+		"piped first step": {tasks.Pipe("add")},
+		"unencodable args": {{Type: "add", Args: make(chan int)}},
+		"too many steps":   make([]tasks.Step, 1001),
+	} {
+		if _, err := tasks.EnqueueChain(ctx, b.client, steps...); !errors.Is(err, tasks.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+		if _, err := tasks.CallChain[int](ctx, b.client, steps...); !errors.Is(err, tasks.ErrInvalidArgument) {
+			t.Errorf("CallChain, %s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if _, err := tasks.EnqueueChain(ctx, nil, tasks.Step{Type: "add"}); !errors.Is(err, tasks.ErrInvalidArgument) {
+		t.Errorf("nil Client: %v", err)
+	}
+	if _, err := tasks.ChainStatus(ctx, b.client, ""); !errors.Is(err, tasks.ErrInvalidArgument) {
+		t.Errorf("ChainStatus(\"\"): %v", err)
+	}
+	if _, err := tasks.WaitChain[int](ctx, b.client, "nope"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("WaitChain(nope): %v, want ErrNotFound", err)
+	}
+	if d, _ := b.q.Stats(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Fatalf("refused chains added items: %s", fmtDepth(d))
+	}
+	if _, ok, err := tasks.PreviousResult[int](ctx); ok || err != nil {
+		t.Fatalf("PreviousResult outside a chain = %v, %v", ok, err)
+	}
+}
+
+// A slice that runs a batch of chain steps acks them and enqueues their
+// next steps in one round trip, as a batch of plain tasks: one claim, one
+// settle.
+func TestChainStepsSettleInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	rt := &redistest.RoundTrips{}
+	rdb.AddHook(rt)
+	b := setup(t, rdb, fastRetries)
+	ran := map[string]*atomic.Int64{}
+	chainMux(t, b, ran)
+	ctx := testrig.Context(t, 30*time.Second)
+	ids := make([]string, 30)
+	for i := range ids {
+		var err error
+		if ids[i], err = tasks.EnqueueChain(ctx, b.client, chainOf("r", i, 0)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for step := 1; step <= 3; step++ {
+		before := rt.Load()
+		r, err := b.job.Run(ctx)
+		if err != nil || r.Items != len(ids) {
+			t.Fatalf("step %d: Run = %+v, %v", step, r, err)
+		}
+		// Step 1 loads the scripts; step 2's settle is the first with
+		// follow-ups that are not the first.
+		if got := rt.Load() - before; step > 1 && got != 2 {
+			t.Errorf("step %d of %d chains: %d round trips, want 2 (claim, settle)", step, len(ids), got)
+		}
+	}
+	for i, id := range ids {
+		if got, err := tasks.WaitChain[string](ctx, b.client, id); err != nil || got != "r="+strconv.Itoa(2*i) {
+			t.Fatalf("chain %d = %q, %v", i, got, err)
+		}
+	}
+}
