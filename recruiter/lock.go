@@ -168,7 +168,8 @@ func (l jobLock) refresh(ctx context.Context, rdb redis.Scripter, token string, 
 const (
 	releasePlain = ""     // nothing to say
 	releaseMore  = "more" // the slice left a backlog: its slot opens again, the streak grows
-	releaseLess  = "less" // the slice caught up with a backlog but found items: its slot opens again, the streak shrinks
+	releaseHold  = "hold" // the slice of a streak caught up but found items: its slot opens again
+	releaseLess  = "less" // the slice of a streak found nothing: the streak shrinks, and ends at zero
 	releaseDone  = "done" // a backlog streak ended
 )
 

@@ -237,15 +237,16 @@ func TestMoreReleasesTheLock(t *testing.T) {
 // TestBacklogStreak: under automatic pace a slice that reports More
 // reopens its slot and grows the streak, and its process comes back after
 // Every/2^streak; a slice of a streak that caught up but found items
-// reopens the slot too and shrinks the streak; one that finds nothing ends
-// the streak and keeps the slot's run. Only the visit that began the streak counts towards the fleet's
-// size: the streak's own would swell it. Every is a week, so that Redis's
+// reopens the slot too and holds the streak; one that finds nothing
+// shrinks it, and at zero ends it and keeps the slot's run. Only the
+// visit that began the streak counts towards the fleet's size: the
+// streak's own would swell it. Every is a week, so that Redis's
 // slot does not turn during the test.
 func TestBacklogStreak(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock()
 	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "streak"}, fixedRoll(0), clock.Now))
-	reports := []recruiter.Report{{Items: 5, More: true}, {Items: 5, More: true}, {Items: 2}, {}}
+	reports := []recruiter.Report{{Items: 5, More: true}, {Items: 5, More: true}, {Items: 2}, {}, {}}
 	var runs atomic.Int32
 	mustRegister(t, b.rec, recruiter.Func("drain", func(context.Context) (recruiter.Report, error) {
 		return reports[runs.Add(1)-1], nil
@@ -275,11 +276,13 @@ func TestBacklogStreak(t *testing.T) {
 	next(recruiter.EveryMax / 2)
 	want("2", false) // More again
 	next(recruiter.EveryMax / 4)
-	want("1", false) // caught up but found items: the streak winds down
+	want("2", false) // caught up but found items: the streak holds
+	next(recruiter.EveryMax / 4)
+	want("1", false) // found nothing: the streak shrinks
 	next(recruiter.EveryMax / 2)
-	want("", true) // found nothing: the streak ends, the slot's run is taken
-	if js := jobStats(t, b.rec, "drain"); js.Ran != 4 || js.Items != 12 || js.SkippedGate != 3 {
-		t.Fatalf("stats = %+v, want 4 ran, 12 items, 3 gated by the cool-off", js)
+	want("", true) // found nothing again: the streak ends, the slot's run is taken
+	if js := jobStats(t, b.rec, "drain"); js.Ran != 5 || js.Items != 12 || js.SkippedGate != 4 {
+		t.Fatalf("stats = %+v, want 5 ran, 12 items, 4 gated by the cool-off", js)
 	}
 }
 

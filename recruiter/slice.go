@@ -241,22 +241,29 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 }
 
 // finish hands the lock on. A clean slice that reports a backlog
-// releases it at once; under automatic pace, so does a slice of a backlog
-// streak that caught up but found items, and the streak winds down.
-// Otherwise, under automatic pace the slot's run is taken: the process
-// stays away until its planned visit (until), and the lock is left to
-// expire, with no round trip, unless it would outlive the slot or a
-// backlog streak must end. Under a fixed rate with Every the lock becomes
+// releases it at once. Under automatic pace a backlog makes a streak:
+// each slice that reports More grows it (its process comes back sooner),
+// one that caught up but found items holds it (the producer is still at
+// work), one that found nothing shrinks it, and the streak ends at zero;
+// a slice of a streak reopens its slot. Otherwise, under automatic pace
+// the slot's run is taken: the process stays away until its planned visit
+// (until), and the lock is left to expire, with no round trip, unless it
+// would outlive the slot. Under a fixed rate with Every the lock becomes
 // the job's cooldown; without Every it is released, with this process
 // resting the job for one budget so that an idle job cannot turn request
 // traffic into Redis traffic.
 func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant, taken, until time.Time, res result) {
 	more := res.Outcome == OutcomeRan && res.More
-	// A slice of a streak that caught up but found items: the producer
-	// may still be at work, so the streak winds down, a slice at a time,
-	// rather than end; one that finds nothing ends it.
-	found := e.lock.auto && g.streak > 0 && res.Outcome == OutcomeRan && !res.More && res.Items > 0
-	e.backlog.Store(more || found)
+	found := res.Outcome == OutcomeRan && res.Items > 0
+	streak := g.streak // under automatic pace, the streak after this slice
+	switch {
+	case !e.lock.auto:
+	case more:
+		streak++
+	case streak > 0 && !found:
+		streak--
+	}
+	e.backlog.Store(more || e.lock.auto && streak > 0)
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
 	now := r.now()
@@ -264,12 +271,15 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant,
 
 	var err error
 	switch {
-	case more && e.lock.auto:
-		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak+1, now))
-		err = e.lock.release(fctx, r.rdb, token, releaseMore)
-	case found:
-		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, g.streak-1, now))
-		err = e.lock.release(fctx, r.rdb, token, releaseLess)
+	case e.lock.auto && streak > 0:
+		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, streak, now))
+		mark := releaseHold
+		if streak > g.streak {
+			mark = releaseMore
+		} else if streak < g.streak {
+			mark = releaseLess
+		}
+		err = e.lock.release(fctx, r.rdb, token, mark)
 	case more:
 		err = e.lock.release(fctx, r.rdb, token, releasePlain)
 	case e.lock.auto && g.streak > 0:
