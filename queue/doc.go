@@ -27,7 +27,8 @@
 // attempt ([Config.MaxAttempts]). [Queue.Settle] does both for a whole
 // batch in one round trip. [Queue.Release] hands claimed items back
 // unstarted, without counting the attempt. [Queue.Wait] blocks until an
-// item's result exists.
+// item's result exists. [Queue.EnqueueJoin] adds children and a final
+// item, which the last child's ack enqueues, once.
 //
 // # Maintenance
 //
@@ -80,6 +81,9 @@
 //	…:unique:K  hash "id" → the item holding unique key K; expires with K
 //	…:chain:C   hash id, step, steps of chain C's current item (see
 //	            Queue.Chain); expires ResultRetention after its last move
+//	…:join:J    hash left, total of join J (see Queue.EnqueueJoin): its
+//	            children are J.1 … J.total, its final item J; expires
+//	            ResultRetention after its last child's ack
 //
 // A unique key's lock is not deleted when its item is acked, dead-lettered
 // or purged: the next enqueue with the key finds its holder gone (no

@@ -109,6 +109,10 @@ func (k keys) unique(key string) string { return k.tag + ":unique:" + key }
 // current step's id, that step's place and the chain's steps.
 func (k keys) chain(id string) string { return k.tag + ":chain:" + id }
 
+// join is the key of a join's record (see EnqueueJoin): a hash of how
+// many of its children are left to ack and how many it has.
+func (k keys) join(id string) string { return k.tag + ":join:" + id }
+
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
 

@@ -58,7 +58,10 @@ type Settled struct {
 
 // Settle acks and nacks claimed items in one round trip per [BatchMax]
 // settlements. An ack with a [Then] enqueues its follow-up in the same
-// script call, and moves the follow-up's chain, if any, on to it. An ack stores the result for Config.ResultRetention, drops the
+// script call, and moves the follow-up's chain, if any, on to it. The ack
+// of a join's child counts the join down, and the one that ends it
+// enqueues its final item (see [Queue.EnqueueJoin]); a nack of a child to
+// the dead letters wakes the join's waiters. An ack stores the result for Config.ResultRetention, drops the
 // item's value and lease, and wakes its waiters. A nack at an attempt below
 // Config.MaxAttempts (or the item's own, [EnqueueOptions.MaxAttempts])
 // delays the item by the backoff; at the last attempt it dead-letters the
@@ -120,6 +123,13 @@ func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled,
 			}
 			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()
 			args = append(args, o.Item.ID, o.Item.Token, kindNack, text.Truncate(err.Error(), causeMax, ""), backoff)
+		}
+		// A join's child counts its join down: its record and its final
+		// item's wake-up list, after every other key, in the items' order.
+		for _, o := range chunk {
+			if join := joinOf(o.Item.ID); join != "" {
+				keys = append(keys, q.k.join(join), q.k.notify(join))
+			}
 		}
 		codes, err := settleScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
 		if err != nil {

@@ -5,7 +5,9 @@
 -- KEYS[10]: expiring (list)   KEYS[11]: limits (hash)   KEYS[12]: pending
 -- (list), for follow-ups
 -- then per item i (from 1): KEYS[12+i] its wake-up list (in the queue's
--- hash tag); then the chain records of follow-ups, if any.
+-- hash tag); then the chain records of follow-ups, if any; then, for each
+-- item that is a join's child (its id is "JOIN.n"), in the items' order,
+-- the join's record and the wake-up list of its final item JOIN.
 -- ARGV[1]: result retention ms   ARGV[2]: wake-up list ttl ms
 -- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
 -- queue.go), the field "" of results
@@ -25,6 +27,11 @@
 -- resent ack, enqueues nothing, so a follow-up is added once. Its chain
 -- record, a hash (id, step, steps), is set to it and expires after the
 -- result retention.
+-- The ack of a join's child that the script applies counts the join's
+-- record down (left), once; the one that takes it to 0 pushes the final
+-- item, whose value EnqueueJoin stored, to pending, and makes the record
+-- expire after the result retention. A child dead-lettered here wakes
+-- the final item's waiters, for whom the join has failed (state.lua).
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
 -- for a retry, 3 dead-lettered, 0 claim no longer current (nothing done).
 -- An acked result is stored as "expiry ms:token:result" in results, and
@@ -70,6 +77,22 @@ while g <= #ARGV do
   end
 end
 
+-- jkey[i] is the index in KEYS of the join record of item i, a child.
+local jkey, nchild = {}, 0
+for i, id in ipairs(ids) do
+  if string.find(id, '^[^.]+%.') then
+    nchild = nchild + 1
+    jkey[i] = nchild
+  end
+end
+local jbase = #KEYS - 2 * nchild - 1
+if jbase < 11 + #ids then
+  return redis.error_reply('ERR settle: ' .. nchild .. ' children of joins without their keys')
+end
+for i in pairs(jkey) do
+  jkey[i] = jbase + 2 * jkey[i]
+end
+
 -- Attempt limits of items enqueued with their own (EnqueueOptions.
 -- MaxAttempts); the others have ARGV[3]. A queue that never had one has no
 -- limits key, and its nacks look nothing up.
@@ -100,6 +123,8 @@ local settled, counts, causes, delays, dead, deadIds = {}, {}, {}, {}, {}, {}
 local nsettled, acks = 0, 0
 -- The ARGV indices of the follow-up groups of the acks applied.
 local thens, nthen = {}, 0
+-- The items, children of joins, acked or dead-lettered here.
+local joinAcks, joinDead = {}, {}
 for i, id in ipairs(ids) do
   local b = base[i]
   local token, kind, data = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
@@ -120,6 +145,9 @@ for i, id in ipairs(ids) do
       results[2 * acks + 1] = id -- after the pin
       results[2 * acks + 2] = prefix .. data
       expiring[acks] = prefix .. id
+      if jkey[i] then
+        joinAcks[#joinAcks + 1] = i
+      end
       if kind == 't' then
         nthen = nthen + 1
         thens[nthen] = b + 5
@@ -140,6 +168,9 @@ for i, id in ipairs(ids) do
         dead[#dead + 1] = now
         dead[#dead + 1] = id
         deadIds[#deadIds + 1] = id
+        if jkey[i] then
+          joinDead[#joinDead + 1] = i
+        end
         if waited[i] then
           wake(KEYS[12 + i])
           woken[#woken + 1] = id
@@ -190,6 +221,28 @@ if nthen > 0 then
   redis.call('HSET', KEYS[2], unpack(values))
   redis.call('LPUSH', KEYS[12], unpack(newIds))
   redis.call('HSET', KEYS[4], unpack(ready))
+end
+for _, i in ipairs(joinAcks) do
+  local rec = KEYS[jkey[i]]
+  local left = tonumber(redis.call('HGET', rec, 'left'))
+  if left and left > 0 then
+    redis.call('HSET', rec, 'left', left - 1)
+    if left == 1 then
+      local join = string.match(ids[i], '^([^.]+)%.')
+      if redis.call('HEXISTS', KEYS[2], join) == 1 then
+        redis.call('LPUSH', KEYS[12], join)
+        redis.call('HSET', KEYS[4], join, tostring(now))
+      end
+      redis.call('PEXPIRE', rec, retention)
+    end
+  end
+end
+for _, i in ipairs(joinDead) do
+  local join = string.match(ids[i], '^([^.]+)%.')
+  if redis.call('HGET', KEYS[8], join) then
+    wake(KEYS[jkey[i] + 1])
+    redis.call('HDEL', KEYS[8], join)
+  end
 end
 if #acked > 0 then
   redis.call('HSET', KEYS[9], unpack(results))

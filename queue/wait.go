@@ -28,7 +28,9 @@ const (
 // submits work with Enqueue and waits for the answer. It returns an error
 // wrapping ErrDead (with the cause) if the item is dead-lettered,
 // ErrNotFound if there is no such item (or its result is past its
-// retention), or ctx's error.
+// retention), or ctx's error. Of a join ([Queue.EnqueueJoin]), it waits
+// for the final item, and returns an error wrapping ErrDead with the
+// cause of a child that is dead.
 //
 // Wait does not poll: it marks the item as waited for and blocks on its
 // wake-up list (BLMOVE), which the item's Ack, or Nack to the dead letters,
@@ -44,7 +46,7 @@ func (q *Queue) Wait(ctx context.Context, id string) ([]byte, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty id", ErrInvalidArgument)
 	}
-	keys := []string{q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.waiting}
+	keys := []string{q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.waiting, q.k.join(id)}
 	wake := q.k.notify(id)
 	for {
 		reply, err := stateScript.Run(ctx, q.rdb, keys, id).Slice()

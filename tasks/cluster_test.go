@@ -135,3 +135,37 @@ func TestChainsOnCluster(t *testing.T) {
 		})
 	}
 }
+
+// Fan-outs on a 3-master cluster, on three queues (three slots): the
+// children, the record and the final step stay on their queue's slot;
+// one fan-out ends, one fails at its dead child.
+func TestFanOutsOnCluster(t *testing.T) {
+	t.Parallel()
+	cc := redistest.StartCluster(t).Client(t)
+	for i := range 3 {
+		t.Run("queue-"+strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, cc, fastRetries)
+			fanOutMux(t, b)
+			ctx := testrig.Context(t, 30*time.Second)
+			ok, err := tasks.EnqueueFanOut(ctx, b.client, squares(20+i), tasks.Step{Type: "total", Args: "q"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, err := tasks.EnqueueFanOut(ctx, b.client, []tasks.Step{{Type: "broken", Args: struct{}{}}}, tasks.Step{Type: "total", Args: "q"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.drive(t, "both fan-outs ended", func() bool {
+				d, err := b.q.Stats(ctx)
+				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
+			})
+			if got, err := tasks.WaitFanOut[string](ctx, b.client, ok); err != nil || got != fmt.Sprintf("q=%d/%d", sumOfSquares(20+i), 20+i) {
+				t.Fatalf("WaitFanOut = %q, %v", got, err)
+			}
+			if _, err := tasks.WaitFanOut[string](ctx, b.client, bad); !errors.Is(err, queue.ErrDead) {
+				t.Fatalf("WaitFanOut of the failing fan-out: %v, want ErrDead", err)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Package tasks runs typed tasks on a [queue.Queue]: handlers registered by
 // task type, a job that the web servers' slices drain the queue with, and
-// calls that enqueue a task and wait for its typed result, and chains.
+// calls that enqueue a task and wait for its typed result, chains and
+// fan-outs.
 //
 //	mux := tasks.NewMux()
 //	err := tasks.Handle(mux, "resize", func(ctx context.Context, a ResizeArgs) (Thumb, error) { ... })
@@ -12,6 +13,8 @@
 //	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", args) // enqueue and wait
 //	id, err = tasks.EnqueueChain(ctx, c, tasks.Step{Type: "resize", Args: args}, tasks.Pipe("upload"))
 //	url, err := tasks.WaitChain[string](ctx, c, id)                    // the last step's result
+//	id, err = tasks.EnqueueFanOut(ctx, c, children, tasks.Step{Type: "zip", Args: dir})
+//	zip, err := tasks.WaitFanOut[string](ctx, c, id)                   // the final step's result
 //	id, err = tasks.Enqueue(ctx, c, "resize", args,                    // with options
 //		tasks.Delay(time.Minute), tasks.Attempts(10), tasks.Unique("cat.png", time.Hour))
 //
@@ -71,6 +74,22 @@
 // runs on. [ChainStatus] reads the chain's progress in one call: its
 // step of how many, that step's id, running, done or failed.
 //
+// # Fan-out
+//
+// [EnqueueFanOut] adds children, tasks that run as any do, and a final
+// step, in one script call; its id is the final step's task id. Each
+// child's success counts the fan-out down in the script call that acks
+// it, and the one that ends it enqueues the final step there: it runs
+// once, after every child succeeded, however many workers ack them at
+// once, and a resent or stale ack counts nothing. Its handler reads the
+// children's results, in order, with [ChildResults]. A child that dies
+// fails the fan-out, as an error in a [Call] of it would: the final step
+// does not run, and [WaitFanOut] (and [CallFanOut]) returns an error
+// wrapping [queue.ErrDead] with the child's cause; requeued, the child
+// lets the fan-out run on. [FanOutStatus] reads its progress: children
+// done and dead, running, done or failed. A handler may fan out: the
+// fan-out is named after its task, so a retried handler adds it once.
+//
 // # Encoding
 //
 // A task is one queue item whose payload is an envelope: a version byte,
@@ -84,8 +103,7 @@
 //
 // # Not yet
 //
-// Fan-out (one task starting many, and waiting for them) is not there
-// yet. [Enqueue]
-// does not say whether a unique enqueue was a duplicate;
+// A fan-out's children cannot be chains, nor the final step a [Pipe].
+// [Enqueue] does not say whether a unique enqueue was a duplicate;
 // [queue.Queue.EnqueueWith] does.
 package tasks

@@ -114,7 +114,9 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = "tasks." + q.Name()
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
-	return jobs.DrainThen(q, m.run, cfg)
+	return jobs.DrainThen(q, func(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
+		return m.run(context.WithValue(ctx, taskKey{}, &running{q: q, codec: m.codec, id: it.ID}), it)
+	}, cfg)
 }
 
 // run is the Drain handler: one queue item, one task; a chain's step

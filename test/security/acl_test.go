@@ -153,6 +153,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 	a.shutdown(t)
 	a.checkResults(t, ctx)
 	enqueueWithOptions(t, ctx, rdb)
+	joinChildren(t, ctx, rdb)
 	if log := aclLog(); len(log) != 0 {
 		t.Fatalf("ACL LOG after the run has %d entries, want none:\n%s", len(log), strings.Join(log, "\n"))
 	}
@@ -357,5 +358,49 @@ func enqueueWithOptions(t *testing.T, ctx context.Context, rdb redis.UniversalCl
 	}
 	if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("PurgeDead = %d, %v", n, err)
+	}
+}
+
+// joinChildren runs a join's scripts as rdb's user: EnqueueJoin, Wait of
+// the join, a child nacked to the dead letters, requeued and acked, the
+// final item enqueued by that ack, Join and JoinResults.
+func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
+	t.Helper()
+	q, err := queue.New(rdb, "joins", queue.Config{MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("a"), []byte("b")}, Final: []byte("f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := q.Claim(ctx, 2)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("Claim = %v, %v", items, err)
+	}
+	if s, err := q.Settle(ctx, queue.Settlement{Item: items[0], Result: []byte("r")},
+		queue.Settlement{Item: items[1], Err: errors.New("no")}); s.Acked != 1 || s.Dead != 1 || err != nil {
+		t.Fatalf("Settle = %+v, %v", s, err)
+	}
+	if _, err := q.Wait(ctx, id); !errors.Is(err, queue.ErrDead) {
+		t.Fatalf("Wait of the join = %v, want ErrDead", err)
+	}
+	if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+		t.Fatalf("RequeueDead = %d, %v", n, err)
+	}
+	for range 2 { // the child, then the final item its ack enqueued
+		items, err := q.Claim(ctx, 1)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("Claim = %v, %v", items, err)
+		}
+		if err := q.Ack(ctx, items[0], []byte("r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j, err := q.Join(ctx, id); j.State != queue.JoinDone || err != nil {
+		t.Fatalf("Join = %+v, %v", j, err)
+	}
+	if r, err := q.JoinResults(ctx, id); len(r) != 2 || err != nil {
+		t.Fatalf("JoinResults = %q, %v", r, err)
 	}
 }

@@ -1,0 +1,335 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/queue"
+)
+
+func payloads(prefix string, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, "%s%d", prefix, i+1)
+	}
+	return out
+}
+
+func wantJoin(t *testing.T, q *queue.Queue, id string, state queue.JoinState, done, children int) queue.Join {
+	t.Helper()
+	j, err := q.Join(context.Background(), id)
+	if err != nil || j.ID != id || j.State != state || j.Done != done || j.Children != children {
+		t.Fatalf("Join(%s) = %+v, %v; want %v with %d of %d children done", id, j, err, state, done, children)
+	}
+	return j
+}
+
+// The final item runs once, after every child is acked: resent and lost
+// acks count nothing; the final item's waiter gets its result; the final
+// item reads the children's results.
+func TestJoinRunsTheFinalItemOnceAfterItsChildren(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, queue.Config{})
+			ctx := testContext(t)
+			id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", n), Final: []byte("final")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCounts(t, b.q, queue.Depth{Pending: int64(n)})
+			wantJoin(t, b.q, id, queue.JoinRunning, 0, n)
+			if v, err := b.q.Value(ctx, id); string(v) != "final" || err != nil {
+				t.Fatalf("Value of the final item = %q, %v", v, err)
+			}
+			waited := make(chan error, 1)
+			go func() {
+				r, err := b.q.Wait(ctx, id)
+				if err == nil && string(r) != "F" {
+					err = fmt.Errorf("result %q, want F", r)
+				}
+				waited <- err
+			}()
+
+			items := mustClaim(t, b.q, n, n)
+			var last queue.Settlement
+			for i, it := range items {
+				if it.ID != fmt.Sprintf("%s.%d", id, i+1) || string(it.Payload) != fmt.Sprintf("c%d", i+1) {
+					t.Fatalf("child %d is %s %q", i+1, it.ID, it.Payload)
+				}
+				o := queue.Settlement{Item: it, Result: fmt.Appendf(nil, "r%d", i+1)}
+				if i == n-1 {
+					last = o
+					break
+				}
+				for range 2 { // the second is a resend: it counts nothing
+					if s, err := b.q.Settle(ctx, o); err != nil || s.Acked != 1 {
+						t.Fatalf("Settle = %+v, %v", s, err)
+					}
+				}
+			}
+			wantCounts(t, b.q, queue.Depth{Leased: 1})
+			wantJoin(t, b.q, id, queue.JoinRunning, n-1, n)
+			stale := last
+			stale.Item.Token = "9-9"
+			if s, err := b.q.Settle(ctx, stale); err != nil || len(s.Lost) != 1 {
+				t.Fatalf("Settle of a stale claim = %+v, %v; want lost", s, err)
+			}
+			wantCounts(t, b.q, queue.Depth{Leased: 1})
+			for range 2 {
+				if s, err := b.q.Settle(ctx, last); err != nil || s.Acked != 1 {
+					t.Fatalf("last Settle = %+v, %v", s, err)
+				}
+			}
+			wantCounts(t, b.q, queue.Depth{Pending: 1})
+			wantJoin(t, b.q, id, queue.JoinRunning, n, n)
+
+			final := claimOne(t, b.q)
+			if final.ID != id || string(final.Payload) != "final" {
+				t.Fatalf("claimed %s %q, want the final item %s", final.ID, final.Payload, id)
+			}
+			results, err := b.q.JoinResults(ctx, id)
+			if err != nil || len(results) != n {
+				t.Fatalf("JoinResults = %d, %v", len(results), err)
+			}
+			for i, r := range results {
+				if string(r) != fmt.Sprintf("r%d", i+1) {
+					t.Fatalf("result %d = %q", i+1, r)
+				}
+			}
+			if err := b.q.Ack(ctx, final, []byte("F")); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-waited; err != nil {
+				t.Fatalf("Wait of the join: %v", err)
+			}
+			if j := wantJoin(t, b.q, id, queue.JoinDone, n, n); string(j.Result) != "F" {
+				t.Fatalf("Join result %q", j.Result)
+			}
+			wantCounts(t, b.q, queue.Depth{})
+		})
+	}
+}
+
+// Workers acking children concurrently, in batches, enqueue the final
+// item once.
+func TestJoinConcurrentAcksEnqueueTheFinalItemOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := testContext(t)
+	const joins, children = 5, 100
+	ids := make(map[string]bool)
+	for range joins {
+		id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("final")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		finals = map[string]int{}
+	)
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for {
+				items, err := b.q.Claim(ctx, 1+w%7)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(items) == 0 {
+					return
+				}
+				out := make([]queue.Settlement, len(items))
+				for i, it := range items {
+					if ids[it.ID] {
+						// A final item is pending only once its children are all acked.
+						if j, err := b.q.Join(ctx, it.ID); err != nil || j.Done != children {
+							errs <- fmt.Errorf("final item %s claimed at %+v, %v", it.ID, j, err)
+							return
+						}
+						mu.Lock()
+						finals[it.ID]++
+						mu.Unlock()
+					}
+					out[i] = queue.Settlement{Item: it, Result: []byte("r")}
+				}
+				if s, err := b.q.Settle(ctx, out...); err != nil || s.Acked != len(out) {
+					errs <- fmt.Errorf("settle: %+v, %v", s, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	wantCounts(t, b.q, queue.Depth{})
+	for id := range ids {
+		if finals[id] != 1 {
+			t.Errorf("final item %s ran %d times, want once", id, finals[id])
+		}
+		wantJoin(t, b.q, id, queue.JoinDone, children, children)
+	}
+}
+
+// A dead child fails the join: the final item does not run, its waiter
+// gets the child's cause at once; requeued, the child lets the join run
+// on.
+func TestJoinDeadChildFailsTheJoin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{MaxAttempts: 1})
+	ctx := testContext(t)
+	id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 3), Final: []byte("final")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := mustClaim(t, b.q, 3, 3)
+	waited := make(chan error, 1)
+	go func() { _, err := b.q.Wait(ctx, id); waited <- err }()
+	if _, err := b.q.Settle(ctx, queue.Settlement{Item: items[0]}, queue.Settlement{Item: items[2]}); err != nil {
+		t.Fatal(err)
+	}
+	// The waiter is blocked on the final item's wake-up list (or about to
+	// be): the nack to the dead letters wakes it, well within WaitBlock.
+	start := time.Now()
+	if s, err := b.q.Settle(ctx, queue.Settlement{Item: items[1], Err: errors.New("child broke")}); err != nil || s.Dead != 1 {
+		t.Fatalf("Settle = %+v, %v", s, err)
+	}
+	err = <-waited
+	if !errors.Is(err, queue.ErrDead) || !strings.Contains(err.Error(), "child broke") || !strings.Contains(err.Error(), id+".2") {
+		t.Fatalf("Wait of the join = %v, want ErrDead with the child's cause", err)
+	}
+	t.Logf("the waiter returned %v after the nack", time.Since(start))
+	j := wantJoin(t, b.q, id, queue.JoinFailed, 2, 3)
+	if j.Dead != 1 || j.DeadChild != id+".2" || !strings.Contains(j.Cause, "child broke") {
+		t.Fatalf("Join = %+v", j)
+	}
+	wantCounts(t, b.q, queue.Depth{Dead: 1})
+
+	if n, err := b.q.RequeueDead(ctx, 10); n != 1 || err != nil {
+		t.Fatalf("RequeueDead = %d, %v", n, err)
+	}
+	wantJoin(t, b.q, id, queue.JoinRunning, 2, 3)
+	if err := b.q.Ack(ctx, claimOne(t, b.q), []byte("r2")); err != nil {
+		t.Fatal(err)
+	}
+	final := claimOne(t, b.q)
+	if final.ID != id {
+		t.Fatalf("claimed %s, want the final item", final.ID)
+	}
+	if err := b.q.Ack(ctx, final, []byte("F")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := b.q.Wait(ctx, id); string(r) != "F" || err != nil {
+		t.Fatalf("Wait = %q, %v", r, err)
+	}
+}
+
+// Bad input fails the call with a clear error, and writes nothing.
+func TestEnqueueJoinInvalid(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{MaxPayload: 1024})
+	ctx := testContext(t)
+	one := [][]byte{[]byte("c")}
+	for _, c := range []struct {
+		name string
+		j    queue.NewJoin
+		want error
+		text string
+	}{
+		{"no children", queue.NewJoin{Final: []byte("f")}, queue.ErrInvalidArgument, "0 children"},
+		{"too many", queue.NewJoin{Children: payloads("c", 1001), Final: []byte("f")}, queue.ErrInvalidArgument, "1001 children"},
+		{"no final", queue.NewJoin{Children: one}, queue.ErrEmptyPayload, "final"},
+		{"empty child", queue.NewJoin{Children: [][]byte{[]byte("a"), nil}, Final: []byte("f")}, queue.ErrEmptyPayload, "child 2"},
+		{"large child", queue.NewJoin{Children: [][]byte{make([]byte, 1025)}, Final: []byte("f")}, queue.ErrPayloadTooLarge, "child 1"},
+		{"large final", queue.NewJoin{Children: one, Final: make([]byte, 1025)}, queue.ErrPayloadTooLarge, "final"},
+		{"id with a dot", queue.NewJoin{ID: "a.b", Children: one, Final: []byte("f")}, queue.ErrInvalidArgument, "join id"},
+		{"long id", queue.NewJoin{ID: strings.Repeat("a", 65), Children: one, Final: []byte("f")}, queue.ErrInvalidArgument, "join id"},
+	} {
+		id, err := b.q.EnqueueJoin(ctx, c.j)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) || id != "" {
+			t.Errorf("%s: EnqueueJoin = %q, %v; want %v naming %q", c.name, id, err, c.want, c.text)
+		}
+	}
+	wantCounts(t, b.q, queue.Depth{})
+	for _, id := range []string{"", "a.b", strings.Repeat("a", 65)} {
+		if _, err := b.q.Join(ctx, id); !errors.Is(err, queue.ErrInvalidArgument) {
+			t.Errorf("Join(%q) = %v, want ErrInvalidArgument", id, err)
+		}
+	}
+	if _, err := b.q.Join(ctx, "nosuchjoin"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("Join of an unknown join = %v, want ErrNotFound", err)
+	}
+	if _, err := b.q.JoinResults(ctx, "nosuchjoin"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("JoinResults of an unknown join = %v, want ErrNotFound", err)
+	}
+}
+
+// A join enqueued again with its id adds nothing twice.
+func TestEnqueueJoinWithAnIDIsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := testContext(t)
+	for range 2 {
+		id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{ID: "parent-1", Children: payloads("c", 2), Final: []byte("f")})
+		if err != nil || id != "parent-1" {
+			t.Fatalf("EnqueueJoin = %q, %v", id, err)
+		}
+	}
+	wantCounts(t, b.q, queue.Depth{Pending: 2})
+}
+
+// Enqueueing a join is one round trip; settling a batch of children of
+// several joins, the last of which end their joins, is one too.
+func TestJoinRoundTrips(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	rt := &redistest.RoundTrips{}
+	rdb.AddHook(rt)
+	q := newQueue(t, rdb, "rt", queue.Config{})
+	ctx := testContext(t)
+	if _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	if err := q.Ack(ctx, claimOne(t, q), nil); err != nil { // loads settle's
+		t.Fatal(err)
+	}
+	_ = claimOne(t, q) // the warm-up's final item, left leased
+	const joins, children = 10, 100
+	before := rt.Load()
+	for range joins {
+		if _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("f")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rt.Load() - before; got != joins {
+		t.Errorf("%d EnqueueJoin of %d children: %d round trips, want %d", joins, children, got, joins)
+	}
+	items := mustClaim(t, q, queue.BatchMax, joins*children)
+	out := make([]queue.Settlement, len(items))
+	for i, it := range items {
+		out[i] = queue.Settlement{Item: it, Result: []byte("r")}
+	}
+	before = rt.Load()
+	if s, err := q.Settle(ctx, out...); err != nil || s.Acked != len(out) {
+		t.Fatalf("Settle = %+v, %v", s, err)
+	}
+	if got := rt.Load() - before; got != 1 {
+		t.Errorf("Settle of %d children: %d round trips, want 1", len(out), got)
+	}
+	wantCounts(t, q, queue.Depth{Pending: joins, Leased: 1})
+}

@@ -1,0 +1,229 @@
+package tasks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
+)
+
+type squareArgs struct{ X int }
+
+// fanOutMux registers the fan-out tests' tasks: square, a child; total,
+// a final step summing its children's results; broken, a child that
+// fails. ran counts each type's runs.
+func fanOutMux(t *testing.T, b *bundle) map[string]*atomic.Int64 {
+	t.Helper()
+	ran := map[string]*atomic.Int64{}
+	for _, typ := range []string{"square", "total", "broken"} {
+		ran[typ] = &atomic.Int64{}
+	}
+	mustHandle(t, b.mux, "square", func(ctx context.Context, a squareArgs) (int, error) {
+		ran["square"].Add(1)
+		if _, ok, err := tasks.ChildResults[int](ctx); ok || err != nil {
+			return 0, fmt.Errorf("a child has child results: %v, %v", ok, err)
+		}
+		return a.X * a.X, nil
+	})
+	mustHandle(t, b.mux, "total", func(ctx context.Context, label string) (string, error) {
+		ran["total"].Add(1)
+		squares, ok, err := tasks.ChildResults[int](ctx)
+		if err != nil || !ok {
+			return "", fmt.Errorf("child results: %v, %v", ok, err)
+		}
+		n := 0
+		for _, s := range squares {
+			n += s
+		}
+		return fmt.Sprintf("%s=%d/%d", label, n, len(squares)), nil
+	})
+	mustHandle(t, b.mux, "broken", func(ctx context.Context, _ struct{}) (int, error) {
+		ran["broken"].Add(1)
+		return 0, errors.New("child broke on purpose")
+	})
+	return ran
+}
+
+func squares(n int) []tasks.Step {
+	s := make([]tasks.Step, n)
+	for i := range s {
+		s[i] = tasks.Step{Type: "square", Args: squareArgs{X: i + 1}}
+	}
+	return s
+}
+
+// sumOfSquares is 1² + … + n².
+func sumOfSquares(n int) int { return n * (n + 1) * (2*n + 1) / 6 }
+
+// runConcurrently runs the job from workers goroutines until stop is
+// closed.
+func runConcurrently(t *testing.T, b *bundle, workers int, stop <-chan struct{}) {
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, err := b.job.Run(ctx)
+				cancel()
+				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Run: %v", err)
+					return
+				}
+			}
+		})
+	}
+}
+
+// The final step runs once, after every child, with their results, in
+// order; workers run the job concurrently.
+func TestFanOutRunsTheFinalStepOnce(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, fastRetries)
+			ran := fanOutMux(t, b)
+			ctx := testrig.Context(t, 30*time.Second)
+			id, err := tasks.EnqueueFanOut(ctx, b.client, squares(n), tasks.Step{Type: "total", Args: "sum"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := tasks.FanOutStatus(ctx, b.client, id); err != nil || st.State != queue.JoinRunning || st.Done != 0 || st.Children != n {
+				t.Fatalf("FanOutStatus = %+v, %v", st, err)
+			}
+			stop := make(chan struct{})
+			runConcurrently(t, b, 4, stop)
+			got, err := tasks.WaitFanOut[string](ctx, b.client, id)
+			close(stop)
+			if want := fmt.Sprintf("sum=%d/%d", sumOfSquares(n), n); err != nil || got != want {
+				t.Fatalf("WaitFanOut = %q, %v; want %q", got, err, want)
+			}
+			if r, s := ran["total"].Load(), ran["square"].Load(); r != 1 || s != int64(n) {
+				t.Fatalf("total ran %d times, square %d; want 1 and %d", r, s, n)
+			}
+			st, err := tasks.FanOutStatus(ctx, b.client, id)
+			if err != nil || st.State != queue.JoinDone || st.Done != n || string(st.Result) != fmt.Sprintf("%q", got) {
+				t.Fatalf("FanOutStatus = %+v, %v", st, err)
+			}
+		})
+	}
+}
+
+// A handler fans out; retried after the fan-out, it adds it once.
+func TestFanOutFromAHandlerIsAddedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ran := fanOutMux(t, b)
+	var attempts atomic.Int64
+	ids := make(chan string, 4)
+	mustHandle(t, b.mux, "split", func(ctx context.Context, n int) (string, error) {
+		id, err := tasks.EnqueueFanOut(ctx, b.client, squares(n), tasks.Step{Type: "total", Args: "split"})
+		if err != nil {
+			return "", err
+		}
+		ids <- id
+		if attempts.Add(1) == 1 {
+			return "", errors.New("failed after the fan-out, on purpose")
+		}
+		return id, nil
+	})
+	ctx := testrig.Context(t, 30*time.Second)
+	split := goCall[int, string](t, b.client, "split", 10)
+	b.drive(t, "the split and its fan-out ran", func() bool {
+		d, err := b.q.Stats(ctx)
+		return split.finished() && err == nil && fmtDepth(d) == fmtDepth(queue.Depth{})
+	})
+	if split.err != nil || attempts.Load() != 2 {
+		t.Fatalf("split: %q, %v after %d attempts", split.result, split.err, attempts.Load())
+	}
+	if first, second := <-ids, <-ids; first != second || first != split.result {
+		t.Fatalf("fan-out ids %s and %s, split returned %s; want one id", first, second, split.result)
+	}
+	if got, err := tasks.WaitFanOut[string](ctx, b.client, split.result); err != nil || got != fmt.Sprintf("split=%d/10", sumOfSquares(10)) {
+		t.Fatalf("WaitFanOut = %q, %v", got, err)
+	}
+	if r, s := ran["total"].Load(), ran["square"].Load(); r != 1 || s != 10 {
+		t.Fatalf("total ran %d times, square %d; want 1 and 10", r, s)
+	}
+}
+
+// A child that dies fails the fan-out: the final step does not run, the
+// waiter gets the child's cause.
+func TestFanOutDeadChildFailsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ran := fanOutMux(t, b)
+	ctx := testrig.Context(t, 30*time.Second)
+	children := append(squares(3), tasks.Step{Type: "broken", Args: struct{}{}})
+	id, err := tasks.EnqueueFanOut(ctx, b.client, children, tasks.Step{Type: "total", Args: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drive(t, "the children ran", func() bool {
+		d, err := b.q.Stats(ctx)
+		return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
+	})
+	_, err = tasks.WaitFanOut[string](ctx, b.client, id)
+	if !errors.Is(err, queue.ErrDead) || !strings.Contains(err.Error(), "child broke on purpose") {
+		t.Fatalf("WaitFanOut = %v, want ErrDead with the child's cause", err)
+	}
+	st, err := tasks.FanOutStatus(ctx, b.client, id)
+	if err != nil || st.State != queue.JoinFailed || st.Done != 3 || st.Dead != 1 || st.DeadChild != id+".4" {
+		t.Fatalf("FanOutStatus = %+v, %v", st, err)
+	}
+	if r := ran["total"].Load(); r != 0 {
+		t.Fatalf("the final step ran %d times after a child died", r)
+	}
+}
+
+// Bad input fails the call with ErrInvalidArgument naming the problem,
+// and adds nothing.
+func TestEnqueueFanOutInvalid(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, queue.Config{MaxPayload: 1024})
+	ctx := testrig.Context(t, 30*time.Second)
+	final := tasks.Step{Type: "total", Args: "x"}
+	for _, c := range []struct {
+		name     string
+		c        *tasks.Client
+		children []tasks.Step
+		final    tasks.Step
+		want     error
+		text     string
+	}{
+		{"nil client", nil, squares(1), final, tasks.ErrInvalidArgument, "nil Client"},
+		{"no children", b.client, nil, final, tasks.ErrInvalidArgument, "0 children"},
+		{"too many", b.client, squares(1001), final, tasks.ErrInvalidArgument, "1001 children"},
+		{"final missing", b.client, squares(1), tasks.Step{}, tasks.ErrInvalidArgument, "final step: task type"},
+		{"piped final", b.client, squares(1), tasks.Pipe("total"), tasks.ErrInvalidArgument, "ChildResults"},
+		{"piped child", b.client, []tasks.Step{tasks.Pipe("square")}, final, tasks.ErrInvalidArgument, "child 1"},
+		{"bad child type", b.client, append(squares(2), tasks.Step{Type: "a b"}), final, tasks.ErrInvalidArgument, "child 3: task type"},
+		{"bad arguments", b.client, []tasks.Step{{Type: "square", Args: make(chan int)}}, final, tasks.ErrInvalidArgument, "arguments of square"},
+		{"large child", b.client, []tasks.Step{{Type: "square", Args: strings.Repeat("x", 2000)}}, final, queue.ErrPayloadTooLarge, "child 1"},
+	} {
+		id, err := tasks.EnqueueFanOut(ctx, c.c, c.children, c.final)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) || id != "" {
+			t.Errorf("%s: EnqueueFanOut = %q, %v; want %v naming %q", c.name, id, err, c.want, c.text)
+		}
+	}
+	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Fatalf("Stats = %+v, %v; want nothing added", d, err)
+	}
+	if _, err := tasks.FanOutStatus(ctx, b.client, "nosuch"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("FanOutStatus of an unknown fan-out = %v, want ErrNotFound", err)
+	}
+}
