@@ -148,7 +148,7 @@ func (s *servers) shutdown(ctx context.Context) error {
 	return err
 }
 
-// queueDepth is the dashboard's gauge: confirmations not yet sent.
+// queueDepth is the dashboard's gauge: the orders' steps not yet done.
 func (a *app) queueDepth(ctx context.Context) (float64, error) {
 	st, err := a.orders.Stats(ctx)
 	return float64(st.Pending + st.Leased + st.Delayed), err
