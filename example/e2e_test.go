@@ -247,6 +247,9 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 		if err := checkGauges(doc); err != nil {
 			return err
 		}
+		if err := checkTasks(doc); err != nil {
+			return err
+		}
 		for _, j := range doc.Jobs {
 			ok := want[j.Name]
 			if ok == nil {
@@ -268,6 +271,7 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 		promName(telemetry.MetricRecruitments) + "_total",
 		promName(telemetry.MetricItems) + "_total",
 		promName(telemetry.MetricSliceDuration) + "_seconds_count",
+		promName(telemetry.MetricTaskAttempts) + "_total",
 	} {
 		if metrics[name] <= 0 {
 			t.Errorf("/metrics: %s sums to %v, want > 0", name, metrics[name])
@@ -299,6 +303,24 @@ func checkGauges(doc dashboard.Document) error {
 	}
 	if len(doc.Recent) == 0 || doc.Recent[0].TraceID == "" {
 		return fmt.Errorf("recent recruitments %+v, want some, with trace ids", doc.Recent)
+	}
+	return nil
+}
+
+// checkTasks says whether the dashboard shows the orders' three task
+// types, each with its steps of the seeded orders done, and some
+// confirmations retried (every tenth order's first send fails).
+func checkTasks(doc dashboard.Document) error {
+	if len(doc.Tasks) != len(orderSteps) {
+		return fmt.Errorf("tasks %+v, want %v", doc.Tasks, orderSteps)
+	}
+	for _, tk := range doc.Tasks {
+		if tk.Done < seedStale || tk.Dead != 0 {
+			return fmt.Errorf("task %+v, want at least %d done and none dead", tk, seedStale)
+		}
+		if tk.Type == confirmTask && tk.Retried == 0 {
+			return fmt.Errorf("task %+v, want some retried", tk)
+		}
 	}
 	return nil
 }

@@ -84,6 +84,7 @@ func newHTTPServer(h http.Handler, errLog *log.Logger) *http.Server {
 func (a *app) serve(lns *listeners, tel *otelSetup, logger *slog.Logger, traceURL string) (*servers, error) {
 	opts := []dashboard.Option{
 		dashboard.WithTitle("worksteal example: catalog, orders, sessions"),
+		dashboard.WithTasks(a.mux),
 		dashboard.WithGauge("queue depth", a.queueDepth),
 		dashboard.WithGauge("sessions", func(ctx context.Context) (float64, error) {
 			stored, _, err := a.sessionCounts(ctx)
