@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
+	"github.com/worksteal/worksteal/tasks"
 )
 
 const (
@@ -28,13 +30,15 @@ const (
 var errNoSuchItem = errors.New("no such item")
 
 // app is the shop, whatever the stack that serves it: the catalog read
-// through a Redis cache, the orders whose confirmations a queue sends,
-// and the customers' sessions.
+// through a Redis cache, the orders, each a chain of tasks on a queue
+// (reserve → charge → confirm), and the customers' sessions.
 type app struct {
 	rdb      redis.UniversalClient
 	rec      *recruiter.Recruiter
 	logger   *slog.Logger
 	orders   *queue.Queue
+	mux      *tasks.Mux    // runs the orders' steps
+	client   *tasks.Client // enqueues orders and reads their chains
 	sessions *exphash.Hash
 	orderSeq atomic.Int64 // numbers the orders of this process
 	count    counters
@@ -45,12 +49,17 @@ type counters struct {
 	http, echo, grpc atomic.Uint64 // requests handled, by stack
 	fast             atomic.Uint64 // of them, fast exits
 	placed           atomic.Uint64 // orders placed
-	sent             atomic.Uint64 // confirmations sent
+	sent             atomic.Uint64 // confirmations sent (the orders' last step)
 	failed           atomic.Uint64 // the traffic generator's failed requests
 }
 
-func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Logger) (*app, error) {
+// newApp makes the shop; meters count its tasks by type.
+func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Logger, meters metric.MeterProvider) (*app, error) {
 	orders, err := queue.New(rdb, ordersQueue, ordersConfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := tasks.NewClient(orders)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +67,12 @@ func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &app{rdb: rdb, rec: rec, logger: logger, orders: orders, sessions: sessions}, nil
+	a := &app{rdb: rdb, rec: rec, logger: logger, orders: orders, client: client, sessions: sessions,
+		mux: tasks.NewMux(tasks.WithMeterProvider(meters))}
+	if err := a.registerOrderTasks(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // item is a catalog entry as every stack returns it.
@@ -109,11 +123,14 @@ func (a *app) fastExit(ctx context.Context) {
 func loadItem(ctx context.Context, id int) (item, error) {
 	select {
 	case <-time.After(loadDelay):
-		return item{ID: id, Name: fmt.Sprintf("item %d", id), PriceCents: int64(100 + id*37%9900)}, nil
+		return item{ID: id, Name: fmt.Sprintf("item %d", id), PriceCents: priceCents(id)}, nil
 	case <-ctx.Done():
 		return item{}, ctx.Err()
 	}
 }
+
+// priceCents is an item's price.
+func priceCents(id int) int64 { return int64(100 + id*37%9900) }
 
 // refreshPopular reloads the most read items before their cache entries
 // expire, so that they never miss; popularTop bounds the slice.

@@ -1,6 +1,6 @@
 // Command example is worksteal's first contact: a small shop served on
 // net/http, echo and gRPC at once, whose cheap answers (catalog cache
-// hits, confirmations already sent) do its background work. There is no
+// hits, orders already confirmed) do its background work. There is no
 // cron job and no daemon: every chore below runs in slices lent by
 // requests.
 //
@@ -33,13 +33,18 @@
 //
 //   - GET /items/{id}, GetItem: an item read through a Redis cache. A hit
 //     is a fast exit (recruiter.MarkFastExit).
-//   - POST /orders, PlaceOrder: enqueues the order's confirmation message
-//     on a reliable queue and answers 202 with its id at once; it also
-//     renews the customer's session in an expiring hash. The body is one
-//     JSON object of at most 4096 bytes: else 400, or 413 if larger.
-//   - GET /orders/{id}, OrderStatus: the confirmation once sent (a fast
-//     exit), else waits up to 2s for it (queue.Wait): 200 "sent", 202
-//     "pending" or 200 "failed".
+//   - POST /orders, PlaceOrder: enqueues the order as a chain of typed
+//     tasks (package tasks) on a reliable queue, reserve → charge →
+//     confirm (order.reserve, order.charge, order.confirm; each step's
+//     result is the next one's arguments), and answers 202 with the
+//     chain's id at once; it also renews the customer's session in an
+//     expiring hash. The body is one JSON object of at most 4096 bytes:
+//     else 400, or 413 if larger.
+//   - GET /orders/{id}, OrderStatus: the chain's progress
+//     (tasks.ChainStatus): step k of 3 and its task type, and the
+//     confirmation once sent (a fast exit); else it waits up to 2s for
+//     the chain to end (tasks.WaitChain): 200 "sent", 202 "pending" or
+//     200 "failed" with the cause of the step that died.
 //
 // A separate admin port (-admin, ADMIN_ADDR, default 127.0.0.1:8079: keep
 // it private) serves the dashboard at /debug/worksteal (JSON with
@@ -52,10 +57,11 @@
 //
 // # The chores
 //
-//   - drain.confirmations sends the confirmations (jobs.Drain); every
-//     tenth order's first send fails, to show retries.
-//   - promote.confirmations moves those retries back when due (jobs.PromoteDue).
-//   - tidy.confirmations hands back the leases of crashed workers (jobs.TidyStale).
+//   - tasks.orders runs the orders' steps (the job of a tasks.Mux, which
+//     enqueues each next step with the ack of the one before); every
+//     tenth order's first send (its confirm step) fails, to show retries.
+//   - promote.orders moves those retries back when due (jobs.PromoteDue).
+//   - tidy.orders hands back the leases of crashed workers (jobs.TidyStale).
 //   - evict.sessions removes expired sessions (jobs.EvictExpired).
 //   - refresh-popular reloads the most read items before they expire.
 //
@@ -63,11 +69,13 @@
 // 1ms lease and abandoned) and expired sessions, so that every chore has
 // work within seconds. A summary every few seconds shows the requests by
 // stack, the fast exits, the queue and the sessions in Redis, and each
-// job's slices as ran/skipped/failed:items.
+// job's slices as ran/skipped/failed:items. The dashboard adds the
+// attempts of each task type (done, retried, dead, running).
 //
 // # Telemetry
 //
-// The recruiter gets an SDK MeterProvider read by the Prometheus exporter
+// The recruiter and the tasks Mux (worksteal.task.attempts by task type
+// and outcome) get an SDK MeterProvider read by the Prometheus exporter
 // and an SDK TracerProvider; with the standard OTEL_EXPORTER_OTLP_*
 // variables set, spans go out over OTLP (http/protobuf by default, grpc
 // with OTEL_EXPORTER_OTLP_PROTOCOL=grpc). otelhttp, otelecho and otelgrpc

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
@@ -87,6 +88,9 @@ func checkStacks(t *testing.T, p *process) {
 				t.Errorf("GET %s/items/%d: X-Cache %q, want %q", base, itemID, got, want)
 			}
 		}
+		if resp, body := httpDo(t, client, http.MethodGet, base+"/orders/nope", ""); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s/orders/nope: %s %s, want 404", base, resp.Status, body)
+		}
 		if resp, body := httpDo(t, client, http.MethodGet, base+"/items/nope", ""); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s/items/nope: %s %s, want 404", base, resp.Status, body)
 		}
@@ -109,8 +113,9 @@ func checkStacks(t *testing.T, p *process) {
 		customer := fmt.Sprintf("tester-%d", i)
 		resp, body := httpDo(t, client, http.MethodPost, base+"/orders", fmt.Sprintf(`{"customer":%q,"item_id":3,"quantity":2}`, customer))
 		var placed orderResponse
-		if err := json.Unmarshal(body, &placed); err != nil || resp.StatusCode != http.StatusAccepted || placed.ID == "" {
-			t.Fatalf("POST %s/orders: %s %s (%v), want 202 and an id", base, resp.Status, body, err)
+		if err := json.Unmarshal(body, &placed); err != nil || resp.StatusCode != http.StatusAccepted || placed.ID == "" ||
+			placed.Step != 1 || placed.Steps != 3 || placed.Task != reserveTask {
+			t.Fatalf("POST %s/orders: %s %s (%v), want 202, an id, step 1 of 3 (%s)", base, resp.Status, body, err, reserveTask)
 		}
 		eventually(t, "the order placed on "+base+" is sent", func(context.Context) error {
 			resp, body := httpDo(t, client, http.MethodGet, base+"/orders/"+placed.ID, "")
@@ -118,8 +123,14 @@ func checkStacks(t *testing.T, p *process) {
 			if err := json.Unmarshal(body, &st); err != nil {
 				return fmt.Errorf("%s %s: %v", resp.Status, body, err)
 			}
+			if st.Steps != 3 || st.Step < 1 || st.Step > 3 || st.Task != orderSteps[st.Step-1] {
+				t.Errorf("GET %s/orders/%s: %s, want a step of 3 and its task type", base, placed.ID, body)
+			}
 			if resp.StatusCode != http.StatusOK || st.Status != sentStatus {
 				return fmt.Errorf("status %s %+v", resp.Status, st)
+			}
+			if st.Step != 3 || st.Task != confirmTask {
+				t.Errorf("GET %s/orders/%s: %s, want step 3 (%s) once sent", base, placed.ID, body, confirmTask)
 			}
 			if !strings.Contains(st.Confirmation, "Dear "+customer+", your order of 2 x item 3") {
 				t.Errorf("confirmation %q, want one to %s for 2 x item 3", st.Confirmation, customer)
@@ -140,6 +151,9 @@ func checkStacks(t *testing.T, p *process) {
 			t.Errorf("GetItem 502: %v, %v; want item 502, cached %t", it, err, cached)
 		}
 	}
+	if _, err := catalog.OrderStatus(ctx, &catalogpb.OrderStatusRequest{OrderId: "nope"}); status.Code(err) != codes.NotFound {
+		t.Errorf("OrderStatus of nope: %v, want NotFound", err)
+	}
 	if _, err := catalog.GetItem(ctx, &catalogpb.GetItemRequest{Id: -1}); status.Code(err) != codes.NotFound {
 		t.Errorf("GetItem -1: %v, want NotFound", err)
 	}
@@ -154,6 +168,9 @@ func checkStacks(t *testing.T, p *process) {
 		st, err := catalog.OrderStatus(ctx, &catalogpb.OrderStatusRequest{OrderId: placed.GetOrderId()})
 		if err != nil || st.GetStatus() != sentStatus {
 			return fmt.Errorf("%v, %v", st, err)
+		}
+		if st.GetStep() != 3 || st.GetSteps() != 3 || st.GetTask() != confirmTask || st.GetCause() != "" {
+			t.Errorf("OrderStatus of a sent order: %v, want step 3 of 3 (%s) and no cause", st, confirmTask)
 		}
 		if !strings.Contains(st.GetConfirmation(), "Dear tester-grpc") {
 			t.Errorf("confirmation %q, want one to tester-grpc", st.GetConfirmation())
@@ -207,15 +224,16 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.Transport.(*http.Transport).CloseIdleConnections()
 	// At least: the seeded stale leases tidied; the two seeded orders whose
-	// first send fails promoted; the seeded orders and the tests' sent;
+	// first send fails promoted; the three steps of the seeded orders and
+	// of the tests' done;
 	// exactly the seeded expired sessions evicted (the live ones last
 	// minutes); some popular items refreshed.
 	want := map[string]func(items uint64) bool{
-		"tidy.confirmations":    func(n uint64) bool { return n == seedStale },
-		"promote.confirmations": func(n uint64) bool { return n >= 2 },
-		"drain.confirmations":   func(n uint64) bool { return n >= seedStale+3 },
-		"evict.sessions":        func(n uint64) bool { return n == seedExpired },
-		"refresh-popular":       func(n uint64) bool { return n > 0 },
+		"tidy.orders":     func(n uint64) bool { return n == seedStale },
+		"promote.orders":  func(n uint64) bool { return n >= 2 },
+		"tasks.orders":    func(n uint64) bool { return n >= uint64(len(orderSteps))*(seedStale+3) }, // a step is an item
+		"evict.sessions":  func(n uint64) bool { return n == seedExpired },
+		"refresh-popular": func(n uint64) bool { return n > 0 },
 	}
 	eventually(t, "every job did its work", func(context.Context) error {
 		_, body := httpDo(t, client, http.MethodGet, "http://"+adminAddr+"/debug/worksteal?format=json", "")
@@ -227,6 +245,9 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 			return fmt.Errorf("jobs %+v, want %d", doc.Jobs, len(want))
 		}
 		if err := checkGauges(doc); err != nil {
+			return err
+		}
+		if err := checkTasks(doc); err != nil {
 			return err
 		}
 		for _, j := range doc.Jobs {
@@ -250,6 +271,7 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 		promName(telemetry.MetricRecruitments) + "_total",
 		promName(telemetry.MetricItems) + "_total",
 		promName(telemetry.MetricSliceDuration) + "_seconds_count",
+		promName(telemetry.MetricTaskAttempts) + "_total",
 	} {
 		if metrics[name] <= 0 {
 			t.Errorf("/metrics: %s sums to %v, want > 0", name, metrics[name])
@@ -285,6 +307,24 @@ func checkGauges(doc dashboard.Document) error {
 	return nil
 }
 
+// checkTasks says whether the dashboard shows the orders' three task
+// types, each with its steps of the seeded orders done, and some
+// confirmations retried (every tenth order's first send fails).
+func checkTasks(doc dashboard.Document) error {
+	if len(doc.Tasks) != len(orderSteps) {
+		return fmt.Errorf("tasks %+v, want %v", doc.Tasks, orderSteps)
+	}
+	for _, tk := range doc.Tasks {
+		if tk.Done < seedStale || tk.Dead != 0 {
+			return fmt.Errorf("task %+v, want at least %d done and none dead", tk, seedStale)
+		}
+		if tk.Type == confirmTask && tk.Retried == 0 {
+			return fmt.Errorf("task %+v, want some retried", tk)
+		}
+	}
+	return nil
+}
+
 // promName is a metric's name as the Prometheus exporter writes it.
 func promName(otelName string) string { return strings.ReplaceAll(otelName, ".", "_") }
 
@@ -306,19 +346,21 @@ func promSums(body []byte) map[string]float64 {
 	return sums
 }
 
-// checkRedis reads the example's state in Redis: the queue drained (all
-// the seeded orders sent, no lease left), the expired sessions gone.
+// checkRedis reads the example's state in Redis: the queue kept up with
+// (all the seeded orders sent, none dead), the expired sessions gone.
 func checkRedis(t *testing.T, rdb redis.UniversalClient) {
 	q, err := queue.New(rdb, ordersQueue, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The generator keeps placing orders, a tenth of which wait in the
-	// delayed set for their retry: drained is nothing pending, leased or
-	// dead, and every seeded order sent, retries included.
-	eventually(t, "the queue is drained and the seeded orders sent", func(ctx context.Context) error {
+	// The generator keeps placing orders, each a chain of three steps
+	// whose next step is pending until the tasks job's next slice, and a
+	// tenth of which wait in the delayed set for their retry: kept up is
+	// nothing dead, no step pending for long, and every seeded order sent,
+	// retries included.
+	eventually(t, "the queue keeps up and the seeded orders are sent", func(ctx context.Context) error {
 		st, err := q.Stats(ctx)
-		if err != nil || st.Pending+st.Leased+st.Dead != 0 {
+		if err != nil || st.Dead != 0 || st.OldestPending > 5*time.Second {
 			return fmt.Errorf("queue stats %+v, %v", st, err)
 		}
 		sent, err := rdb.HVals(ctx, sentKey).Result()
@@ -365,7 +407,7 @@ func checkStop(t *testing.T, p *process) {
 		t.Errorf("exit code %d after SIGTERM, want 0", code)
 	}
 	if len(out) < 2 || !strings.HasPrefix(out[len(out)-2], "final  requests http=") ||
-		!strings.Contains(out[len(out)-1], "drain.confirmations=") {
+		!strings.Contains(out[len(out)-1], "tasks.orders=") {
 		t.Errorf("the output does not end with the final summary:\n%s", strings.Join(out, "\n"))
 	}
 }

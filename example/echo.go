@@ -52,16 +52,16 @@ func (a *app) echoPlaceOrder(c echo.Context) error {
 		return echoError(err)
 	}
 	c.Response().Header().Set("Location", "/orders/"+id)
-	return c.JSON(http.StatusAccepted, orderResponse{ID: id, Status: waitStatus})
+	return c.JSON(http.StatusAccepted, orderResponse{ID: id, Status: waitStatus, Step: 1, Steps: len(orderSteps), Task: orderSteps[0]})
 }
 
 func (a *app) echoOrderStatus(c echo.Context) error {
 	a.count.echo.Add(1)
-	status, confirmation, err := a.orderStatus(c.Request().Context(), c.Param("id"))
+	p, err := a.orderStatus(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return echoError(err)
 	}
-	return c.JSON(statusCode(status), orderResponse{ID: c.Param("id"), Status: status, Confirmation: confirmation})
+	return c.JSON(statusCode(p.Status), newOrderResponse(c.Param("id"), p))
 }
 
 // echoError is an *echo.HTTPError, which echo's error handler writes as

@@ -58,11 +58,12 @@ func (g *grpcCatalog) PlaceOrder(ctx context.Context, req *catalogpb.PlaceOrderR
 
 func (g *grpcCatalog) OrderStatus(ctx context.Context, req *catalogpb.OrderStatusRequest) (*catalogpb.OrderStatusResponse, error) {
 	g.app.count.grpc.Add(1)
-	st, confirmation, err := g.app.orderStatus(ctx, req.GetOrderId())
+	p, err := g.app.orderStatus(ctx, req.GetOrderId())
 	if err != nil {
 		return nil, grpcError(err)
 	}
-	return &catalogpb.OrderStatusResponse{Status: st, Confirmation: confirmation}, nil
+	return &catalogpb.OrderStatusResponse{Status: p.Status, Confirmation: p.Confirmation,
+		Step: int32(p.Step), Steps: int32(p.Steps), Task: p.Task, Cause: p.Cause}, nil
 }
 
 // grpcError maps the shop's errors to gRPC codes.

@@ -64,17 +64,17 @@ func (a *app) httpPlaceOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/orders/"+id)
-	writeJSON(w, http.StatusAccepted, orderResponse{ID: id, Status: waitStatus})
+	writeJSON(w, http.StatusAccepted, orderResponse{ID: id, Status: waitStatus, Step: 1, Steps: len(orderSteps), Task: orderSteps[0]})
 }
 
 func (a *app) httpOrderStatus(w http.ResponseWriter, r *http.Request) {
 	a.count.http.Add(1)
-	status, confirmation, err := a.orderStatus(r.Context(), r.PathValue("id"))
+	p, err := a.orderStatus(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, statusCode(status), orderResponse{ID: r.PathValue("id"), Status: status, Confirmation: confirmation})
+	writeJSON(w, statusCode(p.Status), newOrderResponse(r.PathValue("id"), p))
 }
 
 // maxOrderBytes bounds an order's JSON body.
@@ -109,11 +109,21 @@ func decodeOrder(w http.ResponseWriter, body io.ReadCloser) (order, error) {
 	return order{}, fmt.Errorf("%w: %v", errBadOrder, err)
 }
 
-// orderResponse is the body of the order routes, on net/http and echo.
+// orderResponse is the body of the order routes, on net/http and echo:
+// the order's chain at step Step of Steps, whose task type is Task.
 type orderResponse struct {
 	ID           string `json:"id"`
 	Status       string `json:"status"`
-	Confirmation string `json:"confirmation,omitempty"`
+	Step         int    `json:"step"`
+	Steps        int    `json:"steps"`
+	Task         string `json:"task"`
+	Confirmation string `json:"confirmation,omitempty"` // once sent
+	Cause        string `json:"cause,omitempty"`        // once failed
+}
+
+func newOrderResponse(id string, p orderProgress) orderResponse {
+	return orderResponse{ID: id, Status: p.Status, Step: p.Step, Steps: p.Steps, Task: p.Task,
+		Confirmation: p.Confirmation, Cause: p.Cause}
 }
 
 // statusCode is 202 Accepted while the confirmation is pending, 200 once

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,12 +16,12 @@ import (
 // crashed worker would.
 const seedStale = 12
 
-// registerJobs gives the recruiter the shop's chores. The rates are shares
-// of fast exits: at ~150 fast exits/s, drain is drawn ~30 times a second
-// and runs whenever confirmations wait; the others run at most once per
-// Every across all the processes sharing the Redis.
+// registerJobs gives the recruiter the shop's chores: the tasks job runs
+// the orders' steps (each a queue item: reserve, then charge, then
+// confirm); each chore runs at most once per Every across all the
+// processes sharing the Redis, and sooner again while a backlog remains.
 func (a *app) registerJobs() error {
-	drain, err := jobs.Drain(a.orders, a.sendConfirmation, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
+	drain, err := a.mux.Job(a.orders, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
 	if err != nil {
 		return err
 	}
@@ -52,15 +51,14 @@ func (a *app) registerJobs() error {
 }
 
 // seed gives every job work within seconds of the start: orders whose
-// worker "crashed" holding their leases (tidy, then drain; two of them
-// fail once, for promote), and expired sessions (evict).
+// worker "crashed" holding their first steps' leases (tidy, then the tasks
+// job; two of them fail their send once, for promote), and expired
+// sessions (evict).
 func (a *app) seed(ctx context.Context, out io.Writer) error {
-	payloads := make([][]byte, seedStale)
-	for i := range payloads {
-		payloads[i], _ = json.Marshal(order{Customer: fmt.Sprintf("seed-%02d", i), ItemID: i, Quantity: 1, Seq: int64(i)})
-	}
-	if _, err := a.orders.EnqueueBatch(ctx, payloads); err != nil {
-		return err
+	for i := range seedStale {
+		if _, err := a.enqueueOrder(ctx, order{Customer: fmt.Sprintf("seed-%02d", i), ItemID: i, Quantity: 1, Seq: int64(i)}); err != nil {
+			return err
+		}
 	}
 	// A worker with a 1ms lease claims them and never settles them.
 	crashed, err := queue.New(a.rdb, ordersQueue, queue.Config{Lease: time.Millisecond})

@@ -186,7 +186,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	a, err := newApp(rdb, rec, logger)
+	a, err := newApp(rdb, rec, logger, tel.meters)
 	if err != nil {
 		return errors.Join(err, rec.Shutdown(ctx))
 	}
@@ -232,7 +232,7 @@ func printTour(out io.Writer, lns *listeners) {
 	fmt.Fprintf(out, strings.TrimLeft(`
   curl -i http://%[1]s/items/7                  # X-Cache: HIT or MISS; echo serves the same on %[2]s
   curl -i -d '{"customer":"ada","item_id":7,"quantity":2}' http://%[1]s/orders
-  curl -i http://%[1]s/orders/ID                # waits up to 2s for the confirmation
+  curl -i http://%[1]s/orders/ID                # step k of 3 (reserve, charge, confirm); waits up to 2s for the end
   grpcurl -plaintext %[3]s list                 # reflection; then e.g.
   grpcurl -plaintext -d '{"id":7}' %[3]s worksteal.example.catalog.v1.Catalog/GetItem
   dashboard: http://%[4]s/debug/worksteal   (?format=json for JSON)

@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
 )
 
 const (
-	ordersQueue = "confirmations"
-	sentKey     = "example:sent"         // order id -> the confirmation as sent
-	failedKey   = "example:failed-once:" // + order id: its first send failed
+	ordersQueue = "orders"
+	sentKey     = "example:sent"         // order ref -> the confirmation as sent
+	reservedKey = "example:reserved"     // order ref -> its hold on the stock
+	chargedKey  = "example:charged"      // order ref -> the cents charged
+	failedKey   = "example:failed-once:" // + order ref: its first send failed
 	failedTTL   = time.Hour              // how long that is remembered
 	unluckyEach = 10                     // every tenth order's first send fails
 	sendDelay   = 2 * time.Millisecond   // a mail server is slow
@@ -21,11 +25,21 @@ const (
 	maxQuantity = 100                    // per order
 )
 
+// The task types of an order's chain, in their order: reserve the stock,
+// charge the customer, send the confirmation.
+const (
+	reserveTask = "order.reserve"
+	chargeTask  = "order.charge"
+	confirmTask = "order.confirm"
+)
+
+var orderSteps = [...]string{reserveTask, chargeTask, confirmTask}
+
 // The statuses of an order, on every stack.
 const (
-	sentStatus = "sent"
-	waitStatus = "pending"
-	deadStatus = "failed"
+	sentStatus = "sent"    // the chain is done: the confirmation is sent
+	waitStatus = "pending" // a step is queued, running or waiting for its retry
+	deadStatus = "failed"  // a step died: the chain stopped
 )
 
 // ordersConfig retries quickly, so that a failed send is promoted and sent
@@ -38,13 +52,15 @@ var (
 	errMailServerBusy = errors.New("mail server busy (simulated: every tenth order's first send fails)")
 )
 
-// order is what a client places; its confirmation message is the queue
-// item's payload.
+// order is what a client places, and the arguments of the reserve step.
 type order struct {
 	Customer string `json:"customer"`
 	ItemID   int    `json:"item_id"`
 	Quantity int    `json:"quantity"`
 	Seq      int64  `json:"seq,omitempty"` // set by the server; picks the unlucky orders
+	// Ref is set by the server: it names the order in the steps' records,
+	// which the handlers write before the chain's id is known to them.
+	Ref string `json:"ref,omitempty"`
 }
 
 func (o order) validate() error {
@@ -59,15 +75,27 @@ func (o order) validate() error {
 	return nil
 }
 
-// placeOrder enqueues the order's confirmation and renews the customer's
-// session; the confirmation is sent by stolen work (the drain job).
+// reservation is the result of the reserve step, piped to charge.
+type reservation struct {
+	Order order  `json:"order"`
+	Hold  string `json:"hold"`
+}
+
+// payment is the result of the charge step, piped to confirm.
+type payment struct {
+	Order       order `json:"order"`
+	AmountCents int64 `json:"amount_cents"`
+}
+
+// placeOrder enqueues the order's chain, reserve → charge → confirm, and
+// renews the customer's session; stolen work runs the steps (the tasks
+// job). The order's id is the chain's.
 func (a *app) placeOrder(ctx context.Context, o order) (id string, err error) {
 	if err := o.validate(); err != nil {
 		return "", err
 	}
 	o.Seq = a.orderSeq.Add(1)
-	payload, _ := json.Marshal(o)
-	if id, err = a.orders.Enqueue(ctx, payload); err != nil {
+	if id, err = a.enqueueOrder(ctx, o); err != nil {
 		return "", err
 	}
 	a.count.placed.Add(1)
@@ -77,62 +105,128 @@ func (a *app) placeOrder(ctx context.Context, o order) (id string, err error) {
 	return id, nil
 }
 
-// orderStatus returns "sent" and the confirmation, "pending", or "failed"
-// (dead-lettered, with the cause). A confirmation already sent is a fast
-// exit; otherwise it waits up to statusWait for it.
-func (a *app) orderStatus(ctx context.Context, id string) (status, confirmation string, err error) {
+// enqueueOrder gives o a fresh ref and enqueues its chain: one round trip.
+func (a *app) enqueueOrder(ctx context.Context, o order) (string, error) {
+	o.Ref = rand.Text()
+	return tasks.EnqueueChain(ctx, a.client,
+		tasks.Step{Type: reserveTask, Args: o}, tasks.Pipe(chargeTask), tasks.Pipe(confirmTask))
+}
+
+// orderProgress is where an order's chain is, on every stack.
+type orderProgress struct {
+	Status       string // sentStatus, waitStatus or deadStatus
+	Step, Steps  int    // the current step, of how many; Steps once sent
+	Task         string // the current step's task type
+	Confirmation string // the message as sent, once sent
+	Cause        string // why the step died, once failed
+}
+
+// orderStatus reads the order's chain (tasks.ChainStatus): sent with the
+// confirmation (a fast exit), failed with the cause of the step that
+// died, or else it waits up to statusWait for the chain to end and says
+// where it is then: pending at step k of 3.
+func (a *app) orderStatus(ctx context.Context, id string) (orderProgress, error) {
 	if id == "" {
-		return "", "", fmt.Errorf("%w: empty id", errNoSuchOrder)
+		return orderProgress{}, fmt.Errorf("%w: empty id", errNoSuchOrder)
 	}
-	if result, err := a.orders.Result(ctx, id); err == nil {
-		a.fastExit(ctx)
-		return sentStatus, string(result), nil
+	p, err := a.chainProgress(ctx, id)
+	if err != nil || p.Status != waitStatus {
+		if err == nil && p.Status == sentStatus {
+			a.fastExit(ctx)
+		}
+		return p, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, statusWait)
 	defer cancel()
-	result, err := a.orders.Wait(wctx, id)
+	_, err = tasks.WaitChain[string](wctx, a.client, id)
 	switch {
-	case err == nil:
-		return sentStatus, string(result), nil
-	case errors.Is(err, queue.ErrDead):
-		return deadStatus, err.Error(), nil
-	case errors.Is(err, queue.ErrNotFound):
-		return "", "", fmt.Errorf("%w: %s", errNoSuchOrder, id)
+	case err == nil, errors.Is(err, queue.ErrDead):
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return waitStatus, "", nil
+	default:
+		return orderProgress{}, err
 	}
-	return "", "", err
+	return a.chainProgress(ctx, id)
 }
 
-// sendConfirmation is the drain job's handler: it "sends" one order's
-// confirmation (records it in Redis) and returns it as the item's result.
-// It is idempotent, as an at-least-once queue requires: sending again
-// overwrites the record.
-func (a *app) sendConfirmation(ctx context.Context, it queue.Item) ([]byte, error) {
-	var o order
-	if err := json.Unmarshal(it.Payload, &o); err != nil {
-		return nil, fmt.Errorf("malformed order %s: %w", it.ID, err) // retried, then dead-lettered with the cause
+// chainProgress reads the order's chain in one round trip.
+func (a *app) chainProgress(ctx context.Context, id string) (orderProgress, error) {
+	ch, err := tasks.ChainStatus(ctx, a.client, id)
+	switch {
+	case errors.Is(err, queue.ErrNotFound), errors.Is(err, tasks.ErrInvalidArgument):
+		return orderProgress{}, fmt.Errorf("%w: %s", errNoSuchOrder, id)
+	case err != nil:
+		return orderProgress{}, err
 	}
+	p := orderProgress{Status: waitStatus, Step: ch.Step, Steps: ch.Steps}
+	if ch.Step >= 1 && ch.Step <= len(orderSteps) {
+		p.Task = orderSteps[ch.Step-1]
+	}
+	switch ch.State {
+	case queue.ChainDone:
+		var msg string // encoded by the tasks' default codec, JSON
+		if err := json.Unmarshal(ch.Result, &msg); err != nil {
+			return orderProgress{}, fmt.Errorf("order %s: confirmation: %w", id, err)
+		}
+		p.Status, p.Confirmation = sentStatus, msg
+	case queue.ChainFailed:
+		p.Status, p.Cause = deadStatus, ch.Cause
+	}
+	return p, nil
+}
+
+// registerOrderTasks registers the steps' handlers on the app's Mux. Each
+// is idempotent, as an at-least-once queue requires: doing a step again
+// writes the same record.
+func (a *app) registerOrderTasks() error {
+	return errors.Join(
+		tasks.Handle(a.mux, reserveTask, a.reserve),
+		tasks.Handle(a.mux, chargeTask, a.charge),
+		tasks.Handle(a.mux, confirmTask, a.confirm),
+	)
+}
+
+// reserve holds the order's quantity of its item.
+func (a *app) reserve(ctx context.Context, o order) (reservation, error) {
+	if err := a.rdb.HSet(ctx, reservedKey, o.Ref, o.Quantity).Err(); err != nil {
+		return reservation{}, err
+	}
+	return reservation{Order: o, Hold: "hold-" + o.Ref}, nil
+}
+
+// charge charges the customer for the reservation.
+func (a *app) charge(ctx context.Context, r reservation) (payment, error) {
+	amount := priceCents(r.Order.ItemID) * int64(r.Order.Quantity)
+	if err := a.rdb.HSet(ctx, chargedKey, r.Order.Ref, amount).Err(); err != nil {
+		return payment{}, err
+	}
+	return payment{Order: r.Order, AmountCents: amount}, nil
+}
+
+// confirm "sends" the order's confirmation (records it in Redis) and
+// returns it as the chain's result. Every tenth order's first send fails,
+// to show retries.
+func (a *app) confirm(ctx context.Context, p payment) (string, error) {
+	o := p.Order
 	if o.Seq%unluckyEach == 0 {
-		first, err := a.rdb.SetNX(ctx, failedKey+it.ID, 1, failedTTL).Result()
+		first, err := a.rdb.SetNX(ctx, failedKey+o.Ref, 1, failedTTL).Result()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if first {
-			return nil, errMailServerBusy
+			return "", errMailServerBusy
 		}
 	}
 	select {
 	case <-time.After(sendDelay):
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return "", ctx.Err()
 	}
-	msg := fmt.Sprintf("Dear %s, your order of %d x item %d is confirmed (order %s, attempt %d).",
-		o.Customer, o.Quantity, o.ItemID, it.ID, it.Attempt)
-	if err := a.rdb.HSet(ctx, sentKey, it.ID, msg).Err(); err != nil {
-		return nil, err
+	msg := fmt.Sprintf("Dear %s, your order of %d x item %d is confirmed: %d.%02d charged (order ref %s).",
+		o.Customer, o.Quantity, o.ItemID, p.AmountCents/100, p.AmountCents%100, o.Ref)
+	if err := a.rdb.HSet(ctx, sentKey, o.Ref, msg).Err(); err != nil {
+		return "", err
 	}
 	a.count.sent.Add(1)
-	a.logger.DebugContext(ctx, "confirmation sent", "order", it.ID, "customer", o.Customer, "attempt", it.Attempt)
-	return []byte(msg), nil
+	a.logger.DebugContext(ctx, "confirmation sent", "ref", o.Ref, "customer", o.Customer)
+	return msg, nil
 }

@@ -84,6 +84,7 @@ func newHTTPServer(h http.Handler, errLog *log.Logger) *http.Server {
 func (a *app) serve(lns *listeners, tel *otelSetup, logger *slog.Logger, traceURL string) (*servers, error) {
 	opts := []dashboard.Option{
 		dashboard.WithTitle("worksteal example: catalog, orders, sessions"),
+		dashboard.WithTasks(a.mux),
 		dashboard.WithGauge("queue depth", a.queueDepth),
 		dashboard.WithGauge("sessions", func(ctx context.Context) (float64, error) {
 			stored, _, err := a.sessionCounts(ctx)
@@ -148,7 +149,7 @@ func (s *servers) shutdown(ctx context.Context) error {
 	return err
 }
 
-// queueDepth is the dashboard's gauge: confirmations not yet sent.
+// queueDepth is the dashboard's gauge: the orders' steps not yet done.
 func (a *app) queueDepth(ctx context.Context) (float64, error) {
 	st, err := a.orders.Stats(ctx)
 	return float64(st.Pending + st.Leased + st.Delayed), err

@@ -38,7 +38,7 @@ type shop interface {
 // function that waits for its workers to stop. Item ids follow a Zipf law,
 // as real catalog reads do, so most reads are cache hits: fast exits that
 // lend their time. A few requests place orders and later ask for their
-// status, which shows the confirmations sent by stolen work.
+// status, which shows their chains of tasks run by stolen work.
 func (a *app) generateTraffic(ctx context.Context, lns *listeners) (wait func()) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = trafficWorkers

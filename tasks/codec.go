@@ -1,6 +1,10 @@
 package tasks
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/metric"
+)
 
 // Codec turns a task's arguments and results into bytes and back. Its
 // Name travels in every task's envelope, so a [Mux] refuses a task that a
@@ -25,7 +29,8 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 type Option interface{ apply(*options) }
 
 type options struct {
-	codec Codec
+	codec         Codec
+	meterProvider metric.MeterProvider
 }
 
 type optionFunc func(*options)
@@ -40,6 +45,18 @@ func WithCodec(c Codec) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {
 			o.codec = c
+		}
+	})
+}
+
+// WithMeterProvider sets the provider of the [Mux]'s meter, which counts
+// task attempts by type and outcome and those running (see
+// [github.com/worksteal/worksteal/telemetry]). Default: the otel global;
+// nil keeps the default. A [Client] ignores it.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(o *options) {
+		if mp != nil {
+			o.meterProvider = mp
 		}
 	})
 }

@@ -25,18 +25,29 @@ var (
 // encoded result out.
 type handlerFunc func(ctx context.Context, c Codec, args []byte) ([]byte, error)
 
-// Mux holds the handlers of task types and makes the job that runs them.
-// Registering is safe at any time, also while its job runs: the table is
-// copied on write, so the job reads it without a lock.
-type Mux struct {
-	codec    Codec
-	mu       sync.Mutex // serialises writers of handlers
-	handlers atomic.Pointer[map[string]handlerFunc]
+// handler is a registered type: its handler and its counters.
+type handler struct {
+	run    handlerFunc
+	counts *typeCounts
 }
 
-// NewMux returns a Mux without handlers; see [WithCodec].
+// Mux holds the handlers of task types and makes the job that runs them.
+// Registering is safe at any time, also while its job runs: the table is
+// copied on write, so the job reads it without a lock. It counts the
+// attempts of each type ([Mux.Stats], and metrics: see
+// [WithMeterProvider]).
+type Mux struct {
+	codec    Codec
+	tel      muxInstruments
+	mu       sync.Mutex // serialises writers of handlers
+	handlers atomic.Pointer[map[string]handler]
+}
+
+// NewMux returns a Mux without handlers; see [WithCodec] and
+// [WithMeterProvider].
 func NewMux(opts ...Option) *Mux {
-	return &Mux{codec: newOptions(opts).codec}
+	o := newOptions(opts)
+	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider)}
 }
 
 // Handle registers h for the tasks of type typ, a name of 1 to 128 bytes
@@ -73,7 +84,7 @@ func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.handlers.Load()
-	table := make(map[string]handlerFunc, 1)
+	table := make(map[string]handler, 1)
 	if old != nil {
 		if _, dup := (*old)[typ]; dup {
 			return fmt.Errorf("%w: %s", ErrDuplicateType, typ)
@@ -82,7 +93,7 @@ func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R
 			table[k] = v
 		}
 	}
-	table[typ] = run
+	table[typ] = handler{run: run, counts: newTypeCounts(typ)}
 	m.handlers.Store(&table)
 	return nil
 }
@@ -114,14 +125,16 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = "tasks." + q.Name()
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
+	maxAttempts := q.Config().MaxAttempts
 	return jobs.DrainThen(q, func(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
-		return m.run(context.WithValue(ctx, taskKey{}, &running{q: q, codec: m.codec, id: it.ID}), it)
+		return m.run(context.WithValue(ctx, taskKey{}, &running{q: q, codec: m.codec, id: it.ID}), it, maxAttempts)
 	}, cfg)
 }
 
 // run is the Drain handler: one queue item, one task; a chain's step
-// returns the next step, which its ack enqueues.
-func (m *Mux) run(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
+// returns the next step, which its ack enqueues. maxAttempts, the queue's,
+// tells a retried failure from a dead one in the counts.
+func (m *Mux) run(ctx context.Context, it queue.Item, maxAttempts int) (_ []byte, _ *queue.Then, err error) {
 	env, err := decodeEnvelope(it.Payload)
 	if err != nil {
 		return nil, nil, err
@@ -129,17 +142,21 @@ func (m *Mux) run(ctx context.Context, it queue.Item) ([]byte, *queue.Then, erro
 	if env.Codec != m.codec.Name() {
 		return nil, nil, fmt.Errorf("%w: %s was encoded with codec %q, this Mux has %q", ErrDecode, env.Type, env.Codec, m.codec.Name())
 	}
-	var h handlerFunc
+	var h handler
 	if table := m.handlers.Load(); table != nil {
 		h = (*table)[env.Type]
 	}
-	if h == nil {
+	if h.run == nil {
 		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
 	}
+	m.begin(ctx, h.counts)
+	returned := false
+	defer func() { m.end(ctx, h.counts, !returned || err != nil, it.Attempt, maxAttempts) }() // a panic fails the attempt too
 	if env.Chain != nil && env.Chain.Step > 1 {
 		ctx = context.WithValue(ctx, previousKey{}, &previous{codec: m.codec, data: env.Chain.Prev})
 	}
-	result, err := h(ctx, m.codec, env.Args)
+	result, err := h.run(ctx, m.codec, env.Args)
+	returned = true
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,6 +19,10 @@
 //   - [MetricRecruitments]: counter, by job and outcome.
 //   - [MetricSliceDuration]: histogram in seconds, by job and outcome, for slices that ran.
 //   - [MetricItems]: counter of items processed, by job.
+//   - [MetricTaskAttempts]: counter of task attempts, by [AttrTaskType] and
+//     [AttrTaskOutcome] (TaskDone, TaskRetried, TaskDead); recorded by a
+//     tasks Mux, whose meter provider is its WithMeterProvider option.
+//   - [MetricTaskRunning]: up-down counter of task attempts running, by [AttrTaskType].
 //
 // # Providers
 //

@@ -19,6 +19,9 @@ const (
 	AttrOutcome attribute.Key = "worksteal.outcome" // an [Outcome]
 	AttrItems   attribute.Key = "worksteal.items"   // Report.Items of the slice
 	AttrMore    attribute.Key = "worksteal.more"    // Report.More of the slice
+
+	AttrTaskType    attribute.Key = "worksteal.task.type"    // a task's type (package tasks)
+	AttrTaskOutcome attribute.Key = "worksteal.task.outcome" // a task attempt's outcome: TaskDone, TaskRetried or TaskDead
 )
 
 // Metric names.
@@ -32,6 +35,19 @@ const (
 	// MetricJobPaused is a gauge, by job: 1 while the job is paused
 	// fleet-wide, as this process last learnt, else 0.
 	MetricJobPaused = "worksteal.job.paused"
+	// MetricTaskAttempts is a counter, by task type and outcome: the
+	// attempts a tasks Mux ran in this process.
+	MetricTaskAttempts = "worksteal.task.attempts"
+	// MetricTaskRunning is an up-down counter, by task type: the attempts
+	// in their handler in this process now.
+	MetricTaskRunning = "worksteal.task.running"
+)
+
+// The outcomes of a task attempt: the values of [AttrTaskOutcome].
+const (
+	TaskDone    = "done"    // the handler returned a result
+	TaskRetried = "retried" // it failed below the queue's MaxAttempts: retried later
+	TaskDead    = "dead"    // it failed at the last attempt: dead-lettered
 )
 
 // The outcomes of a recruitment: the values of [AttrOutcome].

@@ -200,7 +200,7 @@ func (x *PlaceOrderRequest) GetQuantity() int32 {
 
 type PlaceOrderResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// order_id is the id of the confirmation message in the queue.
+	// order_id is the id of the order's chain of tasks.
 	OrderId       string `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -292,7 +292,15 @@ type OrderStatusResponse struct {
 	// status is "sent", "pending" or "failed".
 	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	// confirmation is the message as sent, once status is "sent".
-	Confirmation  string `protobuf:"bytes,2,opt,name=confirmation,proto3" json:"confirmation,omitempty"`
+	Confirmation string `protobuf:"bytes,2,opt,name=confirmation,proto3" json:"confirmation,omitempty"`
+	// step is the chain's current step, of steps (3); steps once "sent".
+	Step  int32 `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Steps int32 `protobuf:"varint,4,opt,name=steps,proto3" json:"steps,omitempty"`
+	// task is the current step's task type: order.reserve, order.charge
+	// or order.confirm.
+	Task string `protobuf:"bytes,5,opt,name=task,proto3" json:"task,omitempty"`
+	// cause is why the step died, once status is "failed".
+	Cause         string `protobuf:"bytes,6,opt,name=cause,proto3" json:"cause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -341,6 +349,34 @@ func (x *OrderStatusResponse) GetConfirmation() string {
 	return ""
 }
 
+func (x *OrderStatusResponse) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *OrderStatusResponse) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *OrderStatusResponse) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *OrderStatusResponse) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
 var File_catalog_proto protoreflect.FileDescriptor
 
 const file_catalog_proto_rawDesc = "" +
@@ -361,10 +397,14 @@ const file_catalog_proto_rawDesc = "" +
 	"\x12PlaceOrderResponse\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\"/\n" +
 	"\x12OrderStatusRequest\x12\x19\n" +
-	"\border_id\x18\x01 \x01(\tR\aorderId\"Q\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\"\xa5\x01\n" +
 	"\x13OrderStatusResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\"\n" +
-	"\fconfirmation\x18\x02 \x01(\tR\fconfirmation2\xcb\x02\n" +
+	"\fconfirmation\x18\x02 \x01(\tR\fconfirmation\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\x05R\x04step\x12\x14\n" +
+	"\x05steps\x18\x04 \x01(\x05R\x05steps\x12\x12\n" +
+	"\x04task\x18\x05 \x01(\tR\x04task\x12\x14\n" +
+	"\x05cause\x18\x06 \x01(\tR\x05cause2\xcb\x02\n" +
 	"\aCatalog\x12[\n" +
 	"\aGetItem\x12,.worksteal.example.catalog.v1.GetItemRequest\x1a\".worksteal.example.catalog.v1.Item\x12o\n" +
 	"\n" +

@@ -34,9 +34,11 @@ const (
 type CatalogClient interface {
 	// GetItem reads an item through the Redis cache; a hit is a fast exit.
 	GetItem(ctx context.Context, in *GetItemRequest, opts ...grpc.CallOption) (*Item, error)
-	// PlaceOrder enqueues the order's confirmation message and returns at once.
+	// PlaceOrder enqueues the order's chain of tasks (reserve, charge,
+	// confirm) and returns at once.
 	PlaceOrder(ctx context.Context, in *PlaceOrderRequest, opts ...grpc.CallOption) (*PlaceOrderResponse, error)
-	// OrderStatus waits briefly for the confirmation to be sent.
+	// OrderStatus waits briefly for the order's chain to end, and says
+	// where it is.
 	OrderStatus(ctx context.Context, in *OrderStatusRequest, opts ...grpc.CallOption) (*OrderStatusResponse, error)
 }
 
@@ -84,9 +86,11 @@ func (c *catalogClient) OrderStatus(ctx context.Context, in *OrderStatusRequest,
 type CatalogServer interface {
 	// GetItem reads an item through the Redis cache; a hit is a fast exit.
 	GetItem(context.Context, *GetItemRequest) (*Item, error)
-	// PlaceOrder enqueues the order's confirmation message and returns at once.
+	// PlaceOrder enqueues the order's chain of tasks (reserve, charge,
+	// confirm) and returns at once.
 	PlaceOrder(context.Context, *PlaceOrderRequest) (*PlaceOrderResponse, error)
-	// OrderStatus waits briefly for the confirmation to be sent.
+	// OrderStatus waits briefly for the order's chain to end, and says
+	// where it is.
 	OrderStatus(context.Context, *OrderStatusRequest) (*OrderStatusResponse, error)
 	mustEmbedUnimplementedCatalogServer()
 }

@@ -27,6 +27,7 @@ type config struct {
 	window   time.Duration
 	gauges   []gauge
 	traceURL string
+	tasks    []TaskSource
 }
 
 type gauge struct {
@@ -99,8 +100,9 @@ func WithTraceURL(format string) Option {
 }
 
 // Dashboard is an http.Handler showing what a recruiter stole: its jobs'
-// counters, a chart of items stolen per second and of the gauges, and the
-// most recent recruitments. It serves HTML to browsers and a
+// counters, a chart of items stolen per second and of the gauges, the
+// most recent recruitments, and with [WithTasks] the attempts of each
+// task type. It serves HTML to browsers and a
 // [Document] as JSON when asked (?format=json or
 // Accept: application/json). Mount it like pprof:
 //
@@ -182,6 +184,11 @@ func (c config) validate() error {
 	if c.traceURL != "" && !validTraceURL(c.traceURL) {
 		return fmt.Errorf("%w: trace URL format %q must hold one %%s and no other %% but %%%% (a literal %%)",
 			ErrInvalidOption, c.traceURL)
+	}
+	for _, src := range c.tasks {
+		if src == nil || reflect.ValueOf(src).Kind() == reflect.Pointer && reflect.ValueOf(src).IsNil() {
+			return fmt.Errorf("%w: a task source is nil", ErrInvalidOption)
+		}
 	}
 	seen := map[string]bool{}
 	for _, g := range c.gauges {

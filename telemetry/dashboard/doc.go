@@ -8,7 +8,8 @@
 //			st, err := q.Stats(ctx) // a queue.Queue, say
 //			return float64(st.Pending), err
 //		}),
-//		dashboard.WithTraceURL("http://localhost:16686/trace/%s"))
+//		dashboard.WithTraceURL("http://localhost:16686/trace/%s"),
+//		dashboard.WithTasks(mux)) // a tasks.Mux: its counts by task type
 //	mux.Handle("/debug/worksteal", d)
 //	defer d.Close()
 //
@@ -16,7 +17,9 @@
 // outcomes, items stolen, slice p50/p99, last run; automatic pace as
 // "auto" with a sparkline of the job's share, a pause as a pill), an SVG
 // chart of the items stolen per second by job and one of each gauge, and
-// the latest recruitments with their trace ids. The chart is drawn on the
+// the latest recruitments with their trace ids; with [WithTasks], a table
+// of the task types of a tasks.Mux, with their attempts done, retried,
+// dead and running in this process. The chart is drawn on the
 // server; the page has no external asset and no CDN, and its one inline
 // script (allowed by hash in its Content-Security-Policy) refetches it
 // every 2 s and swaps its content; without JavaScript it is a static

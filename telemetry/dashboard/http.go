@@ -118,7 +118,9 @@ type pageView struct {
 	Rates       chartView
 	Gauges      []chartView
 	Recent      []recentView
-	RecentTotal int // in the document; the page shows the first recentShown
+	RecentTotal int  // in the document; the page shows the first recentShown
+	ShowTasks   bool // WithTasks was given: the table shows, even empty
+	Tasks       []taskView
 	CSS         template.CSS
 	JS          template.JS
 }
@@ -156,6 +158,7 @@ func (d *Dashboard) view(doc Document) pageView {
 		Title: doc.Title, Updated: now.Local().Format("15:04:05 MST"),
 		BreakerOpen: doc.BreakerOpen, InFlight: doc.InFlight, Hanging: doc.Hanging,
 		CSS: template.CSS(dashboardCSS), JS: template.JS(dashboardJS),
+		ShowTasks: len(d.cfg.tasks) > 0, Tasks: taskViews(doc.Tasks),
 	}
 	times := make([]time.Time, len(doc.Samples))
 	for i, s := range doc.Samples {

@@ -25,6 +25,9 @@ type Document struct {
 	Gauges         []string              `json:"gauges"`  // names of the gauges, in the order of the options
 	Samples        []DocumentSample      `json:"samples"` // oldest first
 	Recent         []DocumentRecruitment `json:"recent"`  // newest first
+	// Tasks holds the counts of each task type of the [WithTasks]
+	// sources, in their order, each sorted by type; empty without one.
+	Tasks []DocumentTask `json:"tasks"`
 }
 
 // DocumentJob is one job's counters since its recruiter started; see
@@ -101,6 +104,10 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 	if err != nil {
 		return Document{}, err
 	}
+	taskRows, err := d.taskRows()
+	if err != nil {
+		return Document{}, err
+	}
 	samples, skipped := d.samples()
 	doc := Document{
 		Title:          d.cfg.title,
@@ -115,6 +122,7 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		Gauges:         make([]string, 0, len(d.cfg.gauges)),
 		Samples:        make([]DocumentSample, 0, len(samples)),
 		Recent:         make([]DocumentRecruitment, 0, len(stats.Recent)),
+		Tasks:          taskRows,
 	}
 	for _, g := range d.cfg.gauges {
 		doc.Gauges = append(doc.Gauges, g.name)
