@@ -101,10 +101,16 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 	return result{Outcome: OutcomeHung, Ran: true, Duration: hungAfter(e), Err: err}, true
 }
 
+// guardLife is the least life an overrunning slice's lock is extended to.
+// Renewed every half TTL, it lets a busy machine (a stalled timer, a slow
+// Redis) miss several renewals before another process could take the job.
+const guardLife = 2 * time.Second
+
 // guardLock keeps the lock of a slice that runs past its budget and margin
 // alive for as long as the slice runs, so that no other process starts the
 // job beside it, and says so in the log. A process that dies leaves the
-// lock to expire, within twice its usual TTL. It returns the function that stops it.
+// lock to expire within guardLife, or twice its usual TTL if longer. It
+// returns the function that stops it.
 func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop func()) {
 	var (
 		mu      sync.Mutex
@@ -113,10 +119,8 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop
 		timer   *time.Timer
 	)
 	extend := func() {
-		// Twice the usual life, renewed every half life: a refresh may come
-		// late on a loaded machine without another process taking the job.
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-		err := e.lock.refresh(rctx, r.rdb, token, 2*e.lock.ttl)
+		err := e.lock.refresh(rctx, r.rdb, token, max(2*e.lock.ttl, guardLife))
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
