@@ -55,7 +55,11 @@ var (
 // a documented default.
 type Config struct {
 	// BreakerCooldown is how long the circuit breaker, once open, keeps
-	// recruitment away from Redis before one probe. Default 5s.
+	// recruitment away from Redis before one slice probes it. Meanwhile,
+	// once every fifth of it, one slice checks whether Redis answers again
+	// (a PTTL of its job's lock key) and, if it does, probes at once: a
+	// recovered Redis, or a promoted master, gets stolen work back within
+	// about a fifth of the cooldown. Default 5s.
 	BreakerCooldown time.Duration
 	// BreakerThreshold is the number of consecutive Redis errors that open
 	// the breaker. Default 3.

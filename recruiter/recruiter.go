@@ -273,7 +273,7 @@ func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-
 			}
 			r.releaseSlot()
 		}()
-		if !r.waitFor(after) || !r.admit(e) {
+		if !r.waitFor(after) || !r.admit(ctx, e) {
 			e.stats.gatedLater.Add(1)
 			return
 		}
@@ -313,10 +313,20 @@ func (r *Recruiter) waitFor(after <-chan struct{}) bool {
 
 // admit is the last gate before Redis: the cool-off, the pressure gate,
 // then the breaker, whose probe it may claim, so nothing may stand between
-// it and the slice.
-func (r *Recruiter) admit(e *entry) bool {
+// it and the slice. An open breaker may first have the slice check that
+// Redis answers again, and then let it probe.
+func (r *Recruiter) admit(ctx context.Context, e *entry) bool {
 	now := r.now()
-	return !e.coolingOff(now) && !r.pressed(e, now) && r.breaker.admit(now)
+	if e.coolingOff(now) || r.pressed(e, now) {
+		return false
+	}
+	switch r.breaker.admit(now) {
+	case gatePass:
+		return true
+	case gateCheck:
+		return r.redisAnswers(ctx, e) && r.breaker.pass(r.now())
+	}
+	return false
 }
 
 // takeSlot reserves one of MaxConcurrent slice slots and registers the

@@ -313,6 +313,20 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant,
 	}
 }
 
+// redisAnswers is an open breaker's check: one PTTL of e's lock key, a
+// read-only call that the ACL grant allows, sent where the lock lives (a
+// Cluster routes it by the key, a failover client to the master). It
+// reports the answer to the breaker; a failure counts for nothing but
+// goes to heal, so that a ClusterClient finds a promoted replica.
+func (r *Recruiter) redisAnswers(ctx context.Context, e *entry) bool {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RedisTimeout)
+	err := r.rdb.PTTL(cctx, e.lock.key).Err()
+	cancel()
+	heal.Notice(r.rdb, err)
+	r.breaker.checked(err == nil, r.now())
+	return err == nil
+}
+
 // redisFailed counts a failed Redis call towards the breaker and logs it.
 func (r *Recruiter) redisFailed(ctx context.Context, e *entry, err error) {
 	heal.Notice(r.rdb, err) // a ClusterClient whose master died finds its replica

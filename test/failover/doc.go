@@ -21,7 +21,10 @@
 //   - the time from the promotion to the first acknowledged enqueue and
 //     to the first stolen slice that did work (bounded loosely, 15 s and
 //     20 s; a ClusterClient without the slot-map reload of
-//     internal/heal needed about 60 s);
+//     internal/heal needed about 60 s), and from the kill to that slice's
+//     start: under Sentinel within 5 s, the target, unless the
+//     pressure gate held drain slices back meanwhile (a loaded machine:
+//     then it is logged, not asserted);
 //   - requests failed: none may be;
 //   - drain slices that began while another ran, fleet-wide: none may, as
 //     a 100 ms slice ends long before a failover of seconds can hand its

@@ -214,17 +214,31 @@ func (a *app) firstEnqueueAfter(t time.Time) (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
-// firstSliceAfter is when the first drain slice that began after t ended
+// firstSliceAfter is the first drain slice that began after t and ended
 // with items done and no error.
-func (a *app) firstSliceAfter(t time.Time) (time.Time, bool) {
+func (a *app) firstSliceAfter(t time.Time) (sliceRun, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range a.slices {
 		if s.began.After(t) && s.items > 0 && s.err == nil {
-			return s.ended, true
+			return s, true
 		}
 	}
-	return time.Time{}, false
+	return sliceRun{}, false
+}
+
+// pressured is how many drain slices the pressure gate has held back so
+// far, fleet-wide: a loaded machine's delay, not a failover's.
+func (a *app) pressured() uint64 {
+	var n uint64
+	for _, s := range a.servers {
+		for _, js := range s.rec.Stats().Jobs {
+			if js.Name == a.drainName {
+				n += js.Pressured
+			}
+		}
+	}
+	return n
 }
 
 // stopLoops stops the enqueuers and the requests; the recruiters go on
