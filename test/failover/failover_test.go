@@ -76,14 +76,16 @@ func TestSentinelMasterKilledMidEnqueueAndDrain(t *testing.T) {
 	failover(t, a, func() *redistest.Failover { return s.KillMaster(t) }, sentinelSliceWithin)
 }
 
-// sentinelSliceWithin bounds, under Sentinel, the time from the kill to
-// the first stolen slice's start: the target. Measured 2.5-2.6 s
-// on an idle 2-core machine, 2.3-3.2 s with -race beside two busy loops
-// (promotion 1.3-1.4 s, the failover client back 0.8-1 s later, then at
-// most a second to the open breaker's next check). Without the check,
-// the breaker's 5 s cooldown, counted from failures 1.5 s after the
-// kill, gave 6.5 s.
-const sentinelSliceWithin = 5 * time.Second
+// sentinelSliceWithin bounds, under Sentinel, the time from the
+// promotion to the first stolen slice's start. The target is 5 s
+// from the kill: measured 2.5-2.6 s on an idle 2-core machine, 2.3-3.2 s
+// with -race beside two busy loops (promotion 1.3-1.4 s, the failover
+// client back 0.8-1 s later, then at most a second to the open breaker's
+// next check). Without the check, the breaker's 5 s cooldown, counted
+// from failures 1.5 s after the kill, gave 6.5 s from the kill, 5.1 s
+// from the promotion. Counted from the promotion, the bound does not
+// charge a promotion slowed by a loaded machine to the recruiter.
+const sentinelSliceWithin = 3500 * time.Millisecond
 
 // failover kills the master once the app is well under way, waits for
 // the promotion, then for an enqueue and a stolen slice to succeed again,
@@ -117,7 +119,7 @@ func failover(t *testing.T, a *app, kill func() *redistest.Failover, sliceWithin
 	acked, _ := a.counts()
 	testrig.Eventually(t, 30*time.Second, "200 more enqueues", func() bool { n, _ := a.counts(); return n >= acked+200 }, a.describe)
 	a.drained(t, 90*time.Second)
-	redelivered := a.check(t)
+	redelivered, lagged := a.check(t, f.KilledAt)
 	ackedEnd, handledEnd := a.counts()
 
 	toEnqueue, toSlice := enqueued.Sub(promotedAt), stolen.ended.Sub(promotedAt)
@@ -130,9 +132,9 @@ func failover(t *testing.T, a *app, kill func() *redistest.Failover, sliceWithin
 	a.mu.Lock()
 	again := a.again
 	a.mu.Unlock()
-	t.Logf("in all %d acknowledged enqueues, 0 lost (checked above), %d items handled; %d handler calls were redeliveries, "+
+	t.Logf("in all %d acknowledged enqueues, %d lost to replication lag (acknowledged within %v of the kill), no other lost (checked above), %d items handled; %d handler calls were redeliveries, "+
 		"%d of them of an item whose slice had settled it; %d of %d requests failed; %d drain slices began while another ran",
-		ackedEnd, handledEnd, redelivered, again, a.failed.Load(), a.requests.Load(), a.overlaps.Load())
+		ackedEnd, lagged, replicationLag, handledEnd, redelivered, again, a.failed.Load(), a.requests.Load(), a.overlaps.Load())
 
 	if n := a.failed.Load(); n != 0 {
 		t.Errorf("%d of %d requests failed: stolen work must never fail a request", n, a.requests.Load())
@@ -155,8 +157,8 @@ func failover(t *testing.T, a *app, kill func() *redistest.Failover, sliceWithin
 	case held > 0:
 		t.Logf("the pressure gate held %d drain slices back before the first one (a loaded machine): the %v bound from the kill is not asserted",
 			held, sliceWithin)
-	case sliceAfterKill > sliceWithin:
-		t.Errorf("the first stolen slice began %v after the kill, want within %v: the open breaker should probe once Redis answers",
-			sliceAfterKill.Round(time.Millisecond), sliceWithin)
+	case stolen.began.Sub(promotedAt) > sliceWithin:
+		t.Errorf("the first stolen slice began %v after the promotion (%v after the kill), want within %v: the open breaker should probe once Redis answers",
+			stolen.began.Sub(promotedAt).Round(time.Millisecond), sliceAfterKill.Round(time.Millisecond), sliceWithin)
 	}
 }
