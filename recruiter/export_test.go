@@ -11,6 +11,7 @@ const (
 	BudgetMax     = budgetMax
 	BudgetMin     = budgetMin
 	EveryMax      = everyMax
+	AutoEveryMin  = autoEveryMin
 )
 
 // Hooked returns cfg with the given roll and clock (nil keeps a default).

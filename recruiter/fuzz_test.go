@@ -63,13 +63,15 @@ func FuzzRegister(f *testing.F) {
 		if !validName(name) {
 			culprits = append(culprits, "name")
 		}
-		if !(rate > 0 && rate <= 1) { // false for NaN
+		// Rate 0 is automatic pace, which needs Every (at least
+		// AutoEveryMin); an error for neither names both.
+		if !(rate > 0 && rate <= 1) && !(rate == 0 && every > 0) { // false for NaN
 			culprits = append(culprits, "Rate")
 		}
 		if b := cmp.Or(cfg.Budget, recruiter.BudgetDefault); b < recruiter.BudgetMin || b > recruiter.BudgetMax {
 			culprits = append(culprits, "Budget")
 		}
-		if cfg.Every < 0 || cfg.Every > recruiter.EveryMax {
+		if cfg.Every < 0 || cfg.Every > recruiter.EveryMax || rate == 0 && cfg.Every < recruiter.AutoEveryMin {
 			culprits = append(culprits, "Every")
 		}
 		if len(culprits) > 0 {
