@@ -56,7 +56,8 @@ var (
 type Config struct {
 	// BreakerCooldown is how long the circuit breaker, once open, keeps
 	// recruitment away from Redis before one slice probes it. Meanwhile,
-	// once every fifth of it, one slice checks whether Redis answers again
+	// once every fifth of it (at least a second apart; a cooldown of a
+	// second or less makes none), one slice checks whether Redis answers again
 	// (a PTTL of its job's lock key) and, if it does, probes at once: a
 	// recovered Redis, or a promoted master, gets stolen work back within
 	// about a fifth of the cooldown. Default 5s.

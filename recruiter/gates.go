@@ -83,7 +83,13 @@ type breaker struct {
 // than up to a cooldown later.
 const checksPerCooldown = 5
 
-func (b *breaker) checkEvery() time.Duration { return b.cooldown / checksPerCooldown }
+// checkEveryMin bounds how often an open breaker checks: with a cooldown
+// of a second or less the probe itself comes as soon, and no check is made.
+const checkEveryMin = time.Second
+
+func (b *breaker) checkEvery() time.Duration {
+	return max(b.cooldown/checksPerCooldown, checkEveryMin)
+}
 
 // gate is the breaker's verdict on a slice.
 type gate uint8
@@ -102,17 +108,18 @@ func (b *breaker) allows(now time.Time) bool {
 		return true
 	}
 	n := now.UnixNano()
-	return n >= until && !b.probing.Load() || n >= b.checkAt.Load() && !b.checking.Load()
+	return n >= until && !b.probing.Load() || n >= b.checkAt.Load() && n < until && !b.checking.Load()
 }
 
 // admit lets a slice through: always when closed; when the cooldown has
 // passed, exactly one slice, the probe; before that, once per checkEvery,
-// one slice to check Redis, which must report with checked.
+// one slice to check Redis, which must report with checked (never while
+// the probe is due: a check then would only add a dial).
 func (b *breaker) admit(now time.Time) gate {
 	switch {
 	case b.pass(now):
 		return gatePass
-	case now.UnixNano() >= b.checkAt.Load() && b.checking.CompareAndSwap(false, true):
+	case now.UnixNano() >= b.checkAt.Load() && now.UnixNano() < b.openUntil.Load() && b.checking.CompareAndSwap(false, true):
 		return gateCheck
 	}
 	return gateShut

@@ -109,3 +109,33 @@ func TestBreakerCheckAfterCloseKeepsItClosed(t *testing.T) {
 		t.Fatal("a closed breaker must let every slice pass")
 	}
 }
+
+// A cooldown of a second or less makes no check: the probe comes as soon,
+// and a check beside it, or beside a failed probe's next one, would only
+// add a dial to a Redis that is down.
+func TestBreakerShortCooldownMakesNoCheck(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0)
+	b := &breaker{threshold: 1, cooldown: time.Second}
+	if !b.fail(t0) {
+		t.Fatal("a failure at threshold 1 must open the breaker")
+	}
+	for at := t0; at.Before(t0.Add(time.Second)); at = at.Add(100 * time.Millisecond) {
+		if g := b.admit(at); g != gateShut {
+			t.Fatalf("admit %v into a 1s cooldown = %v, want gateShut", at.Sub(t0), g)
+		}
+	}
+	due := t0.Add(time.Second)
+	if g := b.admit(due); g != gatePass {
+		t.Fatalf("admit at the cooldown's end = %v, want the probe", g)
+	}
+	if g := b.admit(due); g != gateShut {
+		t.Fatalf("a second slice beside the probe got %v, want gateShut", g)
+	}
+	b.fail(due) // the probe failed: open again
+	for at := due; at.Before(due.Add(time.Second)); at = at.Add(100 * time.Millisecond) {
+		if g := b.admit(at); g != gateShut {
+			t.Fatalf("admit %v after a failed probe = %v, want gateShut", at.Sub(due), g)
+		}
+	}
+}
