@@ -55,6 +55,27 @@ else
 	done
 fi
 
+# fuzz_one fuzzes one target. A run that fails with only "context
+# deadline exceeded" and no failing input is go test's own hiccup (the
+# fuzz time ran out while its workers started, on a busy machine), not a
+# crasher: it is run once more.
+fuzz_one() {
+	local m=$1 pkg=$2 target=$3 out
+	out=$(mktemp)
+	for try in 1 2; do
+		if (cd "$m" && "$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "${parallel[@]}" "$pkg") 2>&1 | tee "$out"; [[ ${PIPESTATUS[0]} -eq 0 ]]; then
+			rm -f "$out"
+			return 0
+		fi
+		if [[ $try -eq 2 ]] || ! grep -q 'context deadline exceeded' "$out" || grep -q 'Failing input written' "$out"; then
+			break
+		fi
+		echo "== $pkg $target: go test's fuzzer ran out of time starting (no failing input); once more"
+	done
+	rm -f "$out"
+	return 1
+}
+
 failed=()
 ran=0
 for ((i = 0; i < ${#pairs[@]}; i += 2)); do
@@ -65,7 +86,7 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
 		for target in $targets; do
 			echo "== $pkg $target ($fuzztime)"
 			ran=$((ran + 1))
-			if ! (cd "$m" && "$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "${parallel[@]}" "$pkg"); then
+			if ! fuzz_one "$m" "$pkg" "$target"; then
 				failed+=("$pkg $target")
 			fi
 		done
