@@ -134,7 +134,7 @@ func TestDrainKeepsUpWithItsProducer(t *testing.T) {
 		every     = time.Second
 		produce   = 1000 // items/s
 		fastExits = 500  // per second, fleet-wide
-		batch     = 100 // items a slice drains at most
+		batch     = 100  // items a slice drains at most
 		warmup    = 3 * time.Second
 		window    = 20 * time.Second
 		depthMax  = 2 * produce // two seconds of production
