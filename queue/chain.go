@@ -54,6 +54,8 @@ func (c ChainStep) validate(ownID bool) error {
 // Then is the item that an ack enqueues in the same script call
 // ([Settlement.Then]): the ack and the enqueue happen together or not at
 // all, and only once, so a follow-up is never lost and never added twice.
+// The new item inherits the acked item's own attempt limit
+// ([EnqueueOptions.MaxAttempts]), if it has one.
 type Then struct {
 	// Payload of the new item: not empty; one larger than
 	// Config.MaxPayload turns the ack into a nack with
@@ -62,6 +64,11 @@ type Then struct {
 	// Chain, when not zero, moves the chain's progress on to the new item
 	// (see [Queue.Chain]); its ID is required.
 	Chain ChainStep
+	// Unique, when not empty, is a unique key ([EnqueueOptions.Unique])
+	// that the ack hands on to the new item if the acked item holds it,
+	// with the lifetime it has left: a chain enqueued under a unique key
+	// holds it until its last step is acked or a step dies.
+	Unique string
 }
 
 // ChainState is where a chain is: running, done or failed.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -181,11 +181,8 @@ func TestChainBadInput(t *testing.T) {
 // A batch of acks with follow-ups is settled in one round trip.
 func TestSettleWithThenIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	rt := &redistest.RoundTrips{}
-	rdb.AddHook(rt)
-	q := newQueue(t, rdb, "rt", queue.Config{})
+	b, rt := setupCounted(t, queue.Config{})
+	q := b.q
 	ctx := context.Background()
 	const n = 50
 	ids := make([]string, n)
@@ -222,5 +219,72 @@ func TestSettleWithThenIsOneRoundTrip(t *testing.T) {
 	}
 	if d, _ := q.Stats(ctx); d.Pending != n {
 		t.Fatalf("Stats = %+v, want %d pending", d, n)
+	}
+}
+
+// A follow-up inherits its item's own attempt limit, and the unique key
+// the item holds: a second enqueue under the key returns the chain's id
+// while any step is live, and takes the key once the last step is acked.
+func TestThenHandsOnLimitAndUniqueKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{MaxAttempts: 5})
+	ctx := context.Background()
+	opts := queue.EnqueueOptions{MaxAttempts: 2, Unique: "nightly", UniqueFor: time.Hour, Chain: queue.ChainStep{Step: 1, Steps: 3}}
+	id, dup, err := b.q.EnqueueWith(ctx, []byte("s1"), opts)
+	if err != nil || dup {
+		t.Fatalf("EnqueueWith = %s, %v, %v", id, dup, err)
+	}
+	againUnder := func(key, want string, wantDup bool) {
+		t.Helper()
+		got, dup, err := b.q.EnqueueWith(ctx, []byte("again"), queue.EnqueueOptions{Unique: key, UniqueFor: time.Hour})
+		if err != nil || dup != wantDup || (want != "" && got != want) {
+			t.Fatalf("a second enqueue under %s = %s, duplicate %v, %v; want %s, %v", key, got, dup, err, want, wantDup)
+		}
+	}
+	again := func(want string, wantDup bool) { t.Helper(); againUnder("nightly", want, wantDup) }
+	again(id, true)
+	for step := 1; step <= 3; step++ {
+		it := claimOne(t, b.q)
+		if it.MaxAttempts != 2 {
+			t.Fatalf("step %d: MaxAttempts %d, want the first step's 2", step, it.MaxAttempts)
+		}
+		var then *queue.Then
+		if step < 3 {
+			then = &queue.Then{Payload: []byte("next"), Unique: "nightly", Chain: queue.ChainStep{ID: id, Step: step + 1, Steps: 3}}
+		}
+		if s, err := b.q.Settle(ctx, queue.Settlement{Item: it, Result: []byte("r"), Then: then}); err != nil || s.Acked != 1 {
+			t.Fatalf("step %d: Settle = %+v, %v", step, s, err)
+		}
+		if step < 3 {
+			again(id, true)
+		}
+	}
+	wantChain(t, b.q, id, queue.ChainDone, 3, 3)
+	again("", false) // the chain is over: the key is free
+	if n := itemFields(t, b.rdb, tagOf(b.q)+":limits"); n != 0 {
+		t.Fatalf("limits hold %d items, want 0 (no item of the chain left; the new one has none)", n)
+	}
+
+	// A Then naming a key its item does not hold leaves the key alone.
+	other, _, err := b.q.EnqueueWith(ctx, []byte("x"), queue.EnqueueOptions{Unique: "other", UniqueFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range mustClaim(t, b.q, 2, 2) {
+		var then *queue.Then
+		if it.ID != other {
+			then = &queue.Then{Payload: []byte("y"), Unique: "other"}
+		}
+		if _, err := b.q.Settle(ctx, queue.Settlement{Item: it, Then: then}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// other is acked: its key is free, not handed to the other item's follow-up.
+	againUnder("other", "", false)
+
+	long := strings.Repeat("k", 513)
+	it := claimOne(t, b.q)
+	if _, err := b.q.Settle(ctx, queue.Settlement{Item: it, Then: &queue.Then{Payload: []byte("z"), Unique: long}}); !errors.Is(err, queue.ErrInvalidArgument) {
+		t.Fatalf("Then with a 513-byte unique key: %v, want ErrInvalidArgument", err)
 	}
 }

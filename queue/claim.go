@@ -33,6 +33,10 @@ type Item struct {
 	// Attempt counts the claims of this item so far, 1 on the first;
 	// claims handed back with Release do not count.
 	Attempt int
+	// MaxAttempts is the item's limit: its own ([EnqueueOptions.MaxAttempts])
+	// or else the queue's Config.MaxAttempts. A nack at Attempt >=
+	// MaxAttempts dead-letters the item.
+	MaxAttempts int
 	// Deadline is when the lease ends, by Redis's clock.
 	Deadline time.Time
 	// Token identifies the claim: no two claims of one item share a token.
@@ -76,23 +80,34 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]Item, error) {
 	if len(reply) == 1 {
 		return []Item{}, nil // nothing pending
 	}
-	if len(reply)%3 != 2 {
-		return nil, q.wrap("claim", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	own, _ := reply[2].([]any)
+	if len(reply)%3 != 0 || len(own)%2 != 0 {
+		return nil, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits", errUnexpectedScript, len(reply), len(own)))
 	}
 	ms, _ := reply[0].(int64)
 	deadline := time.UnixMilli(ms)
 	// A token is the attempt and the claim's "-number": the script sends
 	// the number once rather than a token per item.
 	suffix, _ := reply[1].(string)
-	items := make([]Item, 0, len(reply)/3)
-	for i := 2; i < len(reply); i += 3 {
+	items := make([]Item, 0, len(reply)/3-1)
+	for i := 3; i < len(reply); i += 3 {
 		id, _ := reply[i].(string)
 		payload, _ := reply[i+1].(string)
 		attempt, _ := reply[i+2].(int64)
 		items = append(items, Item{
-			ID: id, Payload: []byte(payload), Attempt: int(attempt),
+			ID: id, Payload: []byte(payload), Attempt: int(attempt), MaxAttempts: q.cfg.MaxAttempts,
 			Deadline: deadline, Token: strconv.FormatInt(attempt, 10) + suffix,
 		})
+	}
+	// Items with a limit of their own: (index from 1, limit) pairs. The
+	// items are leased by now, so a pair out of place is skipped rather
+	// than failing the claim.
+	for i := 0; i < len(own); i += 2 {
+		at, _ := own[i].(int64)
+		limit, _ := own[i+1].(int64)
+		if at >= 1 && int(at) <= len(items) && limit >= 1 {
+			items[at-1].MaxAttempts = int(limit)
+		}
 	}
 	return items, nil
 }

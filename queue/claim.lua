@@ -2,11 +2,14 @@
 -- KEYS[1]: pending (list)    KEYS[2]: leases (zset)    KEYS[3]: values (hash)
 -- KEYS[4]: attempts (hash)   KEYS[5]: seq (counter)    KEYS[6]: delayed (zset)
 -- KEYS[7]: dead (zset)       KEYS[8]: causes (hash)
+-- KEYS[9]: limits (hash)
 -- ARGV[1]: n, at most BatchMax   ARGV[2]: lease length in ms
 -- ARGV[3]: the encoding pin (see encodingPin in queue.go): the member of
 -- leases scored +inf, the field "" of attempts
--- Returns {deadline ms, "-number" of this claim, then id, payload, attempt
--- per item}. An item's token is its attempt followed by that "-number";
+-- Returns {deadline ms, "-number" of this claim, limits, then id, payload,
+-- attempt per item}: limits lists the items with a limit of their own
+-- (EnqueueOptions.MaxAttempts) as pairs of their index (1 for the first)
+-- and the limit, and is empty when none has one. An item's token is its attempt followed by that "-number";
 -- its attempts field holds the token while it is leased, and only the
 -- count otherwise.
 -- The deadline is TIME rounded up to the ms, plus the lease: rounded
@@ -34,7 +37,8 @@ end
 -- other write.
 local suffix = string.format('-%d', redis.call('INCR', KEYS[5]))
 local deadlineText, nowText = tostring(deadline), tostring(now)
-local out, nout = {deadline, suffix}, 2
+local own, nown = {}, 0
+local out, nout = {deadline, suffix, own}, 3
 -- The pin goes first: Redis picks a new key's encoding by it, and moves
 -- an existing small key to the faster encoding before the batch goes in.
 local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
@@ -44,6 +48,7 @@ local got, looked, seen = 0, 0, {}
 -- A healthy queue has nothing delayed or dead: then no lookups there.
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
 local anyDead = redis.call('EXISTS', KEYS[7]) == 1
+local anyLimits = redis.call('EXISTS', KEYS[9]) == 1
 for _ = 1, 2 do
   local want = n - got
   if want == 0 then
@@ -59,6 +64,7 @@ for _ = 1, 2 do
   local counts = redis.call('HMGET', KEYS[4], unpack(ids))
   local delayed = anyDelayed and redis.call('ZMSCORE', KEYS[6], unpack(ids)) or {}
   local buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
+  local limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
   for i = #ids, 1, -1 do
     local id, count = ids[i], counts[i]
     -- A count with a token ("attempt-number") is a live lease.
@@ -82,6 +88,13 @@ for _ = 1, 2 do
         out[nout + 2] = values[i]
         out[nout + 3] = attempt
         nout = nout + 3
+        -- A malformed limit is the queue's, as settle reads it.
+        local limit = limits[i] and tonumber(limits[i])
+        if limit then
+          own[nown + 1] = got
+          own[nown + 2] = limit
+          nown = nown + 2
+        end
       else
         dead[ndead + 1] = nowText
         dead[ndead + 2] = id

@@ -116,6 +116,75 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			}
 			wantCounts(t, q, queue.Depth{Leased: 2, Dead: 1})
 		}},
+		{"join-with-options", func(t *testing.T, q *queue.Queue) {
+			ctx := testContext(t)
+			opts := queue.EnqueueOptions{Delay: 20 * time.Millisecond, MaxAttempts: 1, Unique: "j", UniqueFor: time.Minute}
+			ids := make([]string, 20)
+			var added atomic.Int64
+			var wg sync.WaitGroup
+			for i := range ids {
+				wg.Go(func() {
+					id, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 2), Final: []byte("f"), Options: opts})
+					if err != nil {
+						t.Error(err)
+					}
+					if !dup {
+						added.Add(1)
+					}
+					ids[i] = id
+				})
+			}
+			wg.Wait()
+			for _, id := range ids {
+				if id != ids[0] || added.Load() != 1 {
+					t.Fatalf("20 EnqueueJoin under one key: %d added, ids %v", added.Load(), ids)
+				}
+			}
+			join := ids[0]
+			promoted := 0
+			testrig.Eventually(t, 5*time.Second, "children promoted", func() bool {
+				n, err := q.Promote(ctx, 10)
+				promoted += n
+				return promoted == 2 && err == nil
+			})
+			items := mustClaim(t, q, 5, 2)
+			for _, it := range items {
+				if it.MaxAttempts != 1 {
+					t.Fatalf("claimed %s with MaxAttempts %d, want the join's 1", it.ID, it.MaxAttempts)
+				}
+			}
+			if s, err := q.Settle(ctx, queue.Settlement{Item: items[0]}, queue.Settlement{Item: items[1], Err: errors.New("once")}); s.Acked != 1 || s.Dead != 1 || err != nil {
+				t.Fatalf("Settle = %+v, %v; want the nacked child dead at its join's limit", s, err)
+			}
+			if _, err := q.Wait(ctx, join); !errors.Is(err, queue.ErrDead) {
+				t.Fatalf("Wait of the failed join = %v, want ErrDead", err)
+			}
+			if id, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("d", 1), Final: []byte("f"), Options: opts}); id != join || !dup || err != nil {
+				t.Fatalf("EnqueueJoin under the failed join's key = %s, %v, %v; want %s, a duplicate", id, dup, err, join)
+			}
+			if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+				t.Fatalf("RequeueDead = %d, %v", n, err)
+			}
+			for _, want := range []string{items[1].ID, join} { // the child, then the final item
+				it := mustClaim(t, q, 5, 1)[0]
+				if it.ID != want || it.MaxAttempts != 1 {
+					t.Fatalf("claimed %s with MaxAttempts %d, want %s with 1", it.ID, it.MaxAttempts, want)
+				}
+				if err := q.Ack(ctx, it, []byte("r")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r, err := q.Wait(ctx, join); string(r) != "r" || err != nil {
+				t.Fatalf("Wait = %q, %v", r, err)
+			}
+			if id, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("e", 1), Final: []byte("f"), Options: opts}); id == join || dup || err != nil {
+				t.Fatalf("EnqueueJoin after the join ended = %s, %v, %v; want a new join", id, dup, err)
+			}
+			// Not wantCounts: Due counts the new child once its 20ms pass.
+			if d := mustStats(t, q); d.Delayed != 1 || d.Pending != 0 || d.Leased != 0 || d.Dead != 0 {
+				t.Fatalf("Stats = %+v, want the new join's child delayed, nothing else", d)
+			}
+		}},
 		{"wait-and-malformed", func(t *testing.T, q *queue.Queue) {
 			ctx := testContext(t)
 			id := mustEnqueue(t, q, "q")[0]

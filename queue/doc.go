@@ -19,8 +19,9 @@
 // due), an attempt limit of its own in place of [Config.MaxAttempts], and
 // a unique key: while an item enqueued with the key is pending, delayed
 // or leased, and for at most the key's lifetime, another enqueue with it
-// adds nothing and returns the first's id. [Queue.Claim] moves ids from the head of that list into leases,
-// each with a deadline (Redis time + [Config.Lease]) and a claim token.
+// adds nothing and returns the first's id. [Queue.Claim] moves ids from
+// the head of that list into leases, each with a deadline (Redis time +
+// [Config.Lease]) and a claim token.
 // [Queue.Ack] stores the result (kept for [Config.ResultRetention]) and
 // forgets the item; [Queue.Nack] delays it for a retry with exponential
 // backoff and jitter, or dead-letters it, with the cause, at its last
@@ -28,7 +29,8 @@
 // batch in one round trip. [Queue.Release] hands claimed items back
 // unstarted, without counting the attempt. [Queue.Wait] blocks until an
 // item's result exists. [Queue.EnqueueJoin] adds children and a final
-// item, which the last child's ack enqueues, once.
+// item, which the last child's ack enqueues, once; a delay, an attempt
+// limit and a unique key apply to a join as to an item.
 //
 // # Maintenance
 //
@@ -78,7 +80,8 @@
 //	…:expiring  list of "expiry ms:id" of the results, in expiry order
 //	…:notify:ID list that wakes Wait, expires a minute after use
 //	…:limits    hash id → the item's own max attempts, if it has one
-//	…:unique:K  hash "id" → the item holding unique key K; expires with K
+//	…:unique:K  hash "id" → the item (or join) holding unique key K;
+//	            expires with K
 //	…:chain:C   hash id, step, steps of chain C's current item (see
 //	            Queue.Chain); expires ResultRetention after its last move
 //	…:join:J    hash left, total of join J (see Queue.EnqueueJoin): its

@@ -12,9 +12,14 @@ import (
 )
 
 var (
+	// uniqueSource holds the unique key's lock functions, prepended to
+	// the scripts that use them.
+	//go:embed unique.lua
+	uniqueSource string
+
 	//go:embed enqueuewith.lua
 	enqueueWithSource string
-	enqueueWithScript = redis.NewScript(enqueueWithSource)
+	enqueueWithScript = redis.NewScript(uniqueSource + enqueueWithSource)
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
@@ -46,7 +51,8 @@ type EnqueueOptions struct {
 	// returns that item's id and duplicate true, and drops this payload.
 	// The key is held until its item is acked, dead-lettered or purged,
 	// or until UniqueFor has passed, whichever comes first. Keys are
-	// per queue, any bytes, 1 to 512 of them; "" means no key.
+	// per queue, any bytes, 1 to 512 of them; "" means no key. A join
+	// enqueued with a key holds it too ([Queue.EnqueueJoin]).
 	Unique string
 	// UniqueFor is the longest a unique key is held, counted by Redis's
 	// clock from the enqueue (rounded up to the ms): past it, an enqueue

@@ -2,9 +2,7 @@
 -- than pending), with an attempt limit of its own, under a unique key.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: ready (hash)
 -- KEYS[4]: delayed (zset)   KEYS[5]: limits (hash)   KEYS[6]: dead (zset)
--- KEYS[7]: the unique key's lock (a hash whose field "id" is the id
--- holding it, expiring with the key: HSET and PEXPIRE rather than SET PX,
--- so that the documented ACL grant covers it), with a unique key only
+-- KEYS[7]: the unique key's lock (see unique.lua), with a unique key only
 -- KEYS[#KEYS]: the chain's record (a hash: id, step, steps; see
 -- Queue.Chain), with a chain step only
 -- ARGV[1]: the encoding pin (see encodingPin in queue.go), the field "" of
@@ -17,9 +15,7 @@
 -- steps   ARGV[9]: how long the record outlives the item's due time, ms
 -- Returns {id, 0} when it added the item, and when that id already has a
 -- value (a resent call: nothing is added twice); {holder, 1} when the
--- unique key is held by a live item (pending, delayed or leased: it has a
--- value and is not dead), adding nothing. A lock whose holder was acked,
--- purged or dead-lettered is taken over: its holder no longer holds it.
+-- unique key is held by another live item (uniqueHolder), adding nothing.
 -- Every key's type is checked before the first write, so a malformed key
 -- fails the call with nothing written.
 local id = ARGV[2]
@@ -32,9 +28,8 @@ if chain and #KEYS ~= (unique and 8 or 7) then
   return redis.error_reply('ERR enqueue: a chain step without its record key')
 end
 if unique then
-  local holder = redis.call('HGET', unique, 'id')
-  if holder and holder ~= id and redis.call('HEXISTS', KEYS[2], holder) == 1
-      and not redis.call('ZSCORE', KEYS[6], holder) then
+  local holder = uniqueHolder(unique, KEYS[2], KEYS[6], id)
+  if holder then
     return {holder, 1}
   end
 end
@@ -64,8 +59,7 @@ else
   redis.call('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
 end
 if unique then
-  redis.call('HSET', unique, 'id', id)
-  redis.call('PEXPIRE', unique, ARGV[6])
+  takeUnique(unique, id, ARGV[6])
 end
 if chain then
   redis.call('HSET', chain, 'id', id, 'step', ARGV[7], 'steps', ARGV[8])

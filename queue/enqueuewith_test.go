@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -84,8 +83,8 @@ func TestEnqueueWithDelay(t *testing.T) {
 }
 
 // An item's own MaxAttempts replaces the queue's for its nacks and for
-// its expired leases, above or below the queue's; it survives RequeueDead
-// and goes with the ack or the purge.
+// its expired leases, above or below the queue's; its claims report it;
+// it survives RequeueDead and goes with the ack or the purge.
 func TestEnqueueWithMaxAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{MaxAttempts: 3, Lease: 20 * time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
@@ -104,7 +103,9 @@ func TestEnqueueWithMaxAttempts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Dead == 1 {
+			if dead := s.Dead == 1; dead != (attempt == it.MaxAttempts) {
+				t.Fatalf("%s at attempt %d of MaxAttempts %d: dead is %v", id, attempt, it.MaxAttempts, dead)
+			} else if dead {
 				return attempt
 			}
 			promoteDue(t, b, id)
@@ -154,6 +155,25 @@ func TestEnqueueWithMaxAttempts(t *testing.T) {
 		t.Fatalf("claimed %s attempt %d, want %s attempt 2", it.ID, it.Attempt, two)
 	} else if s, err := b.q.Settle(ctx, queue.Settlement{Item: it, Err: errors.New("again")}); s.Dead != 1 || err != nil {
 		t.Fatalf("requeued MaxAttempts 2 at attempt 2: Settle = %+v, %v; want dead", s, err)
+	}
+
+	// One claim of items with limits and without, and with a malformed
+	// limit (the queue's, as the nack reads it): each gets its own.
+	mixed := []string{
+		mustEnqueueWith(t, b.q, "seven", queue.EnqueueOptions{MaxAttempts: 7}, false),
+		mustEnqueue(t, b.q, "plain")[0],
+		mustEnqueueWith(t, b.q, "bad", queue.EnqueueOptions{MaxAttempts: 2}, false),
+	}
+	if err := b.rdb.HSet(ctx, limits, mixed[2], "not a number").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range mustClaim(t, b.q, 3, 3) {
+		if want := []int{7, 3, 3}[i]; it.ID != mixed[i] || it.MaxAttempts != want {
+			t.Errorf("claim %d: %s MaxAttempts %d, want %s %d", i, it.ID, it.MaxAttempts, mixed[i], want)
+		}
+		if err := b.q.Ack(ctx, it, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// An expired lease at the item's last attempt dead-letters it in Tidy.
@@ -273,7 +293,16 @@ func TestEnqueueWithUnique(t *testing.T) {
 func TestEnqueueWithUniqueConcurrently(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
-	const n = 50
+	enqueueAtOnce(t, 50, "enqueue", func(i int) (string, bool, error) {
+		return b.q.EnqueueWith(context.Background(), []byte{byte(i) + 1}, queue.EnqueueOptions{Unique: "once", UniqueFor: time.Minute})
+	})
+	wantCounts(t, b.q, queue.Depth{Pending: 1})
+}
+
+// enqueueAtOnce makes n calls of enqueue at once, one each with i from 0,
+// and fails the test unless all return one id and exactly one added it.
+func enqueueAtOnce(t *testing.T, n int, what string, enqueue func(i int) (id string, duplicate bool, err error)) string {
+	t.Helper()
 	ids, dups := make([]string, n), make([]bool, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -281,8 +310,7 @@ func TestEnqueueWithUniqueConcurrently(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			var err error
-			ids[i], dups[i], err = b.q.EnqueueWith(context.Background(), []byte{byte(i) + 1}, queue.EnqueueOptions{Unique: "once", UniqueFor: time.Minute})
-			if err != nil {
+			if ids[i], dups[i], err = enqueue(i); err != nil {
 				t.Error(err)
 			}
 		})
@@ -292,16 +320,16 @@ func TestEnqueueWithUniqueConcurrently(t *testing.T) {
 	added := 0
 	for i := range n {
 		if ids[i] != ids[0] {
-			t.Fatalf("enqueue %d returned %s, enqueue 0 %s", i, ids[i], ids[0])
+			t.Fatalf("%s %d returned %s, %s 0 %s", what, i, ids[i], what, ids[0])
 		}
 		if !dups[i] {
 			added++
 		}
 	}
 	if added != 1 {
-		t.Fatalf("%d enqueues added an item, want 1", added)
+		t.Fatalf("%d of %d calls of %s added, want 1", added, n, what)
 	}
-	wantCounts(t, b.q, queue.Depth{Pending: 1})
+	return ids[0]
 }
 
 // Bad options and payloads fail before any Redis call, naming the field,
@@ -351,9 +379,7 @@ func TestEnqueueWithRejectsBadInput(t *testing.T) {
 // first call also sends the script after EVALSHA's NOSCRIPT).
 func TestEnqueueWithIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	b := setup(t, queue.Config{})
-	rt := &redistest.RoundTrips{}
-	b.rdb.AddHook(rt)
+	b, rt := setupCounted(t, queue.Config{})
 	ctx := testContext(t)
 	if _, _, err := b.q.EnqueueWith(ctx, []byte("warm"), queue.EnqueueOptions{}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 var (
 	//go:embed enqueuejoin.lua
 	enqueueJoinSource string
-	enqueueJoinScript = redis.NewScript(enqueueJoinSource)
+	enqueueJoinScript = redis.NewScript(uniqueSource + enqueueJoinSource)
 
 	//go:embed join.lua
 	joinSource string
@@ -46,6 +46,13 @@ type NewJoin struct {
 	Children [][]byte
 	// Final is the final item's payload, not empty.
 	Final []byte
+	// Options apply to the whole join, within [EnqueueOptions]' bounds:
+	// Delay holds the children back (the final item waits for them in any
+	// case), MaxAttempts is every child's and the final item's own limit,
+	// and Unique makes the join unique under its key (see
+	// [Queue.EnqueueJoin]). A join is no chain step: a Chain that is not
+	// zero is an error.
+	Options EnqueueOptions
 }
 
 // JoinState is where a join is: running, done or failed.
@@ -99,8 +106,10 @@ func (j NewJoin) validate() error {
 		return fmt.Errorf("%w: a join of %d children, not in [1, %d]", ErrInvalidArgument, len(j.Children), joinChildrenMax)
 	case len(j.Final) == 0:
 		return fmt.Errorf("%w: join's final payload", ErrEmptyPayload)
+	case !j.Options.Chain.isZero():
+		return fmt.Errorf("%w: a join is no chain step: its Options.Chain must be zero", ErrInvalidArgument)
 	}
-	return nil
+	return j.Options.validate()
 }
 
 // EnqueueJoin adds a join in one script call, so one round trip, atomic:
@@ -118,46 +127,71 @@ func (j NewJoin) validate() error {
 // returns an error wrapping [ErrDead] with the child's cause, as a
 // Call of a task whose work failed would. [Queue.RequeueDead] of that
 // child makes the join run on; [Queue.PurgeDead] of it gives the join up
-// for good (its record and its final value stay, one small key and one
-// field, until Redis is told otherwise).
+// for good (its record, its final value and its final item's limit stay,
+// one small key and a field or two, until Redis is told otherwise).
+//
+// NewJoin.Options apply as [Queue.EnqueueWith] applies them to an item:
+// with Delay, the children wait among the delayed items, due Delay after
+// the enqueue by Redis's clock, until [Queue.Promote]; MaxAttempts is the
+// attempt limit of every child and of the final item, through
+// RequeueDead too. With a Unique key held by a live item, EnqueueJoin
+// adds nothing and returns that item's id (a join's: its id) with
+// duplicate true; concurrent calls under one key add one join. A join
+// holds its key from the enqueue until its final item is acked,
+// dead-lettered or purged, or until UniqueFor has passed: a join failed
+// by a dead child holds it until UniqueFor, as its final item is still
+// live, waiting for the child.
 //
 // Payloads are checked first, as by [Queue.EnqueueBatch], and together
-// are at most 16 MiB: invalid input fails the call before anything is
-// written.
-func (q *Queue) EnqueueJoin(ctx context.Context, j NewJoin) (string, error) {
+// are at most 16 MiB: invalid input or options fail the call before
+// anything is written.
+func (q *Queue) EnqueueJoin(ctx context.Context, j NewJoin) (id string, duplicate bool, err error) {
 	if err := j.validate(); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := q.checkPayload("join's final payload", j.Final); err != nil {
-		return "", err
+		return "", false, err
 	}
 	size := len(j.Final)
 	for i, p := range j.Children {
 		if len(p) == 0 {
-			return "", fmt.Errorf("%w: join's child %d", ErrEmptyPayload, i+1)
+			return "", false, fmt.Errorf("%w: join's child %d", ErrEmptyPayload, i+1)
 		}
 		if err := q.checkPayload(fmt.Sprintf("join's child %d", i+1), p); err != nil {
-			return "", err
+			return "", false, err
 		}
 		size += len(p)
 	}
 	if size > joinBytesMax {
-		return "", fmt.Errorf("%w: a join of %d bytes is above %d", ErrPayloadTooLarge, size, joinBytesMax)
+		return "", false, fmt.Errorf("%w: a join of %d bytes is above %d", ErrPayloadTooLarge, size, joinBytesMax)
 	}
-	id := j.ID
+	id = j.ID
 	if id == "" {
 		id = newID()
 	}
-	args := make([]any, 0, 3+len(j.Children))
-	args = append(args, encodingPin, id, j.Final)
+	o := j.Options
+	args := make([]any, 0, 6+len(j.Children))
+	args = append(args, encodingPin, id, j.Final, ceilMillis(o.Delay), o.MaxAttempts, ceilMillis(o.UniqueFor))
 	for _, p := range j.Children {
 		args = append(args, p)
 	}
-	keys := []string{q.k.pending, q.k.values, q.k.ready, q.k.join(id)}
-	if err := enqueueJoinScript.Run(ctx, q.rdb, keys, args...).Err(); err != nil {
-		return "", q.wrap("enqueue join", err)
+	keys := []string{q.k.pending, q.k.values, q.k.ready, q.k.join(id), q.k.delayed, q.k.limits, q.k.dead}
+	if o.Unique != "" {
+		keys = append(keys, q.k.unique(o.Unique))
 	}
-	return id, nil
+	reply, err := enqueueJoinScript.Run(ctx, q.rdb, keys, args...).Slice()
+	if err != nil {
+		return "", false, q.wrap("enqueue join", err)
+	}
+	if len(reply) != 2 {
+		return "", false, q.wrap("enqueue join", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	}
+	got, _ := reply[0].(string)
+	dup, _ := reply[1].(int64)
+	if got == "" {
+		return "", false, q.wrap("enqueue join", fmt.Errorf("%w: no id", errUnexpectedScript))
+	}
+	return got, dup == 1, nil
 }
 
 // Join reads the progress of join id in one script call: how many of its

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -40,7 +39,7 @@ func TestJoinRunsTheFinalItemOnceAfterItsChildren(t *testing.T) {
 			t.Parallel()
 			b := setup(t, queue.Config{})
 			ctx := testContext(t)
-			id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", n), Final: []byte("final")})
+			id, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", n), Final: []byte("final")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +126,7 @@ func TestJoinConcurrentAcksEnqueueTheFinalItemOnce(t *testing.T) {
 	const joins, children = 5, 100
 	ids := make(map[string]bool)
 	for range joins {
-		id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("final")})
+		id, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("final")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +191,7 @@ func TestJoinDeadChildFailsTheJoin(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{MaxAttempts: 1})
 	ctx := testContext(t)
-	id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 3), Final: []byte("final")})
+	id, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 3), Final: []byte("final")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,9 +258,9 @@ func TestEnqueueJoinInvalid(t *testing.T) {
 		{"id with a dot", queue.NewJoin{ID: "a.b", Children: one, Final: []byte("f")}, queue.ErrInvalidArgument, "join id"},
 		{"long id", queue.NewJoin{ID: strings.Repeat("a", 65), Children: one, Final: []byte("f")}, queue.ErrInvalidArgument, "join id"},
 	} {
-		id, err := b.q.EnqueueJoin(ctx, c.j)
-		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) || id != "" {
-			t.Errorf("%s: EnqueueJoin = %q, %v; want %v naming %q", c.name, id, err, c.want, c.text)
+		id, dup, err := b.q.EnqueueJoin(ctx, c.j)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) || id != "" || dup {
+			t.Errorf("%s: EnqueueJoin = %q, %v, %v; want %v naming %q", c.name, id, dup, err, c.want, c.text)
 		}
 	}
 	wantCounts(t, b.q, queue.Depth{})
@@ -284,9 +283,9 @@ func TestEnqueueJoinWithAnIDIsOnce(t *testing.T) {
 	b := setup(t, queue.Config{})
 	ctx := testContext(t)
 	for range 2 {
-		id, err := b.q.EnqueueJoin(ctx, queue.NewJoin{ID: "parent-1", Children: payloads("c", 2), Final: []byte("f")})
-		if err != nil || id != "parent-1" {
-			t.Fatalf("EnqueueJoin = %q, %v", id, err)
+		id, dup, err := b.q.EnqueueJoin(ctx, queue.NewJoin{ID: "parent-1", Children: payloads("c", 2), Final: []byte("f")})
+		if err != nil || id != "parent-1" || dup {
+			t.Fatalf("EnqueueJoin = %q, %v, %v; want parent-1, no duplicate", id, dup, err)
 		}
 	}
 	wantCounts(t, b.q, queue.Depth{Pending: 2})
@@ -296,13 +295,10 @@ func TestEnqueueJoinWithAnIDIsOnce(t *testing.T) {
 // several joins, the last of which end their joins, is one too.
 func TestJoinRoundTrips(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	rt := &redistest.RoundTrips{}
-	rdb.AddHook(rt)
-	q := newQueue(t, rdb, "rt", queue.Config{})
+	b, rt := setupCounted(t, queue.Config{})
+	q := b.q
 	ctx := testContext(t)
-	if _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
+	if _, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
 		t.Fatal(err)
 	}
 	if err := q.Ack(ctx, claimOne(t, q), nil); err != nil { // loads settle's
@@ -312,7 +308,7 @@ func TestJoinRoundTrips(t *testing.T) {
 	const joins, children = 10, 100
 	before := rt.Load()
 	for range joins {
-		if _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("f")}); err != nil {
+		if _, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("f")}); err != nil {
 			t.Fatal(err)
 		}
 	}

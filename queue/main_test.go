@@ -41,6 +41,15 @@ func setup(t *testing.T, cfg queue.Config) *bundle {
 	return b
 }
 
+// setupCounted is setup with a client that counts its round trips.
+func setupCounted(t *testing.T, cfg queue.Config) (*bundle, *redistest.RoundTrips) {
+	t.Helper()
+	b := setup(t, cfg)
+	rt := &redistest.RoundTrips{}
+	b.rdb.AddHook(rt)
+	return b, rt
+}
+
 func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Config) *queue.Queue {
 	t.Helper()
 	if cfg.Prefix == "" {

@@ -15,7 +15,7 @@ import (
 var (
 	//go:embed settle.lua
 	settleSource string
-	settleScript = redis.NewScript(expiredSource + settleSource)
+	settleScript = redis.NewScript(expiredSource + uniqueSource + settleSource)
 )
 
 // notifyTTL is how long an item's wake-up list lives after its Ack or its
@@ -61,11 +61,12 @@ type Settled struct {
 // script call, and moves the follow-up's chain, if any, on to it. The ack
 // of a join's child counts the join down, and the one that ends it
 // enqueues its final item (see [Queue.EnqueueJoin]); a nack of a child to
-// the dead letters wakes the join's waiters. An ack stores the result for Config.ResultRetention, drops the
-// item's value and lease, and wakes its waiters. A nack at an attempt below
-// Config.MaxAttempts (or the item's own, [EnqueueOptions.MaxAttempts])
-// delays the item by the backoff; at the last attempt it dead-letters the
-// item with the cause and wakes its waiters.
+// the dead letters wakes the join's waiters. An ack stores the result for
+// Config.ResultRetention, drops the item's value and lease, and wakes its
+// waiters. A nack at an attempt below Config.MaxAttempts (or the item's
+// own, [EnqueueOptions.MaxAttempts]) delays the item by the backoff; at
+// the last attempt it dead-letters the item with the cause and wakes its
+// waiters.
 //
 // An ack whose result is larger than Config.MaxPayload is turned into a
 // nack with ErrPayloadTooLarge as the cause, so one item cannot fail a
@@ -85,6 +86,9 @@ func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled,
 				if err := o.Then.Chain.validate(false); err != nil {
 					return s, fmt.Errorf("follow-up of item %s: %w", o.Item.ID, err)
 				}
+			}
+			if len(o.Then.Unique) > uniqueMax {
+				return s, fmt.Errorf("%w: follow-up of item %s: Unique key of %d bytes is above %d", ErrInvalidArgument, o.Item.ID, len(o.Then.Unique), uniqueMax)
 			}
 		}
 	}
@@ -112,13 +116,19 @@ func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled,
 					args = append(args, o.Item.ID, o.Item.Token, kindAck, stored, 0) // an ack has no backoff
 					continue
 				}
-				record := 0 // the chain record's index in KEYS, from 1; 0 for none
+				// The chain record's and the lock's indices in KEYS, from 1;
+				// 0 for none.
+				record, lock := 0, 0
 				if !o.Then.Chain.isZero() {
 					keys = append(keys, q.k.chain(o.Then.Chain.ID))
 					record = len(keys)
 				}
+				if o.Then.Unique != "" {
+					keys = append(keys, q.k.unique(o.Then.Unique))
+					lock = len(keys)
+				}
 				args = append(args, o.Item.ID, o.Item.Token, kindThen, stored, 0,
-					newID(), o.Then.Payload, record, o.Then.Chain.Step, o.Then.Chain.Steps)
+					newID(), o.Then.Payload, record, o.Then.Chain.Step, o.Then.Chain.Steps, lock)
 				continue
 			}
 			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()

@@ -14,10 +14,12 @@
 -- then per item, a group of 5: id, claim token, its kind ('a' an ack, 'n'
 -- a nack, 't' an ack with a follow-up), "token:result" (ack) or the cause
 -- (nack), the retry backoff in ms (nack; an ack ignores it). An item of
--- kind 't' is followed by a second group of 5, its follow-up: the new
--- item's id, its payload, the index in KEYS of the chain record the ack
--- moves on (0: none; chain records come after the wake-up lists), the
--- step and the steps of the chain the new item is (see Queue.Chain).
+-- kind 't' is followed by a group of 6, its follow-up: the new item's id,
+-- its payload, the index in KEYS of the chain record the ack moves on (0:
+-- none; chain records and unique keys' locks come after the wake-up
+-- lists), the step and the steps of the chain the new item is (see
+-- Queue.Chain), and the index in KEYS of the unique key's lock that the
+-- ack hands on to it if the acked item holds it (0: none).
 -- The kind alone tells an ack from a nack: a nack's backoff that is not a
 -- finite number >= 0 counts as 0 (retry at once). Any other kind, or
 -- groups cut short, is an error raised before anything is written:
@@ -26,7 +28,7 @@
 -- the script applies: an ack whose claim is no longer current, or a
 -- resent ack, enqueues nothing, so a follow-up is added once. Its chain
 -- record, a hash (id, step, steps), is set to it and expires after the
--- result retention.
+-- result retention. It inherits the acked item's own attempt limit.
 -- The ack of a join's child that the script applies counts the join's
 -- record down (left), once; the one that takes it to 0 pushes the final
 -- item, whose value EnqueueJoin stored, to pending, and makes the record
@@ -68,10 +70,11 @@ while g <= #ARGV do
   base[#ids] = g
   if kind == 't' then
     local key = tonumber(ARGV[g + 7])
-    if g + 9 > #ARGV or not key or (key ~= 0 and not KEYS[key]) then
+    local lock = tonumber(ARGV[g + 10])
+    if g + 10 > #ARGV or not key or (key ~= 0 and not KEYS[key]) or not lock or (lock ~= 0 and not KEYS[lock]) then
       return redis.error_reply('ERR settle: item ' .. ARGV[g] .. ' has no follow-up group')
     end
-    g = g + 10
+    g = g + 11
   else
     g = g + 5
   end
@@ -216,6 +219,16 @@ if nthen > 0 then
     if key > 0 then
       redis.call('HSET', KEYS[key], 'id', nid, 'step', ARGV[at + 3], 'steps', ARGV[at + 4])
       redis.call('PEXPIRE', KEYS[key], retention)
+    end
+    local from = ARGV[at - 5] -- the acked item
+    local limit = hasLimits and redis.call('HGET', KEYS[11], from)
+    if limit then
+      redis.call('HSET', KEYS[11], nid, limit)
+    end
+    -- The lock keeps its lifetime: it bounds the whole chain's hold.
+    local lock = tonumber(ARGV[at + 5])
+    if lock > 0 then
+      handUnique(KEYS[lock], from, nid)
     end
   end
   redis.call('HSET', KEYS[2], unpack(values))

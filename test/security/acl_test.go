@@ -363,14 +363,15 @@ func enqueueWithOptions(t *testing.T, ctx context.Context, rdb redis.UniversalCl
 
 // joinChildren runs a join's scripts as rdb's user: EnqueueJoin, Wait of
 // the join, a child nacked to the dead letters, requeued and acked, the
-// final item enqueued by that ack, Join and JoinResults.
+// final item enqueued by that ack, Join and JoinResults; then EnqueueJoin
+// with options, and its duplicate.
 func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
 	t.Helper()
 	q, err := queue.New(rdb, "joins", queue.Config{MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("a"), []byte("b")}, Final: []byte("f")})
+	id, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("a"), []byte("b")}, Final: []byte("f")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,5 +403,15 @@ func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) 
 	}
 	if r, err := q.JoinResults(ctx, id); len(r) != 2 || err != nil {
 		t.Fatalf("JoinResults = %q, %v", r, err)
+	}
+	// A join with every option (delayed children, limits, a unique key's
+	// lock), then its duplicate.
+	opts := queue.EnqueueOptions{Delay: time.Minute, MaxAttempts: 3, Unique: "join", UniqueFor: time.Minute}
+	first, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("a")}, Final: []byte("f"), Options: opts})
+	if err != nil || dup {
+		t.Fatalf("EnqueueJoin with options = %s, %v, %v", first, dup, err)
+	}
+	if again, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("b")}, Final: []byte("f"), Options: opts}); again != first || !dup || err != nil {
+		t.Fatalf("EnqueueJoin under the held key = %s, %v, %v; want %s, a duplicate", again, dup, err, first)
 	}
 }
