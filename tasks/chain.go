@@ -40,19 +40,30 @@ func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
 // ([queue.Queue.RequeueDead]), it runs on. [ChainStatus] reads the
 // chain's progress; [WaitChain] waits for its end.
 //
+// The options apply to the chain: [Delay] delays its first step,
+// [Attempts] gives every step that many attempts, and [Unique] holds its
+// key, per the first step's type, from the enqueue until the last step is
+// acked or a step dies (or ttl passes): an enqueue under the key meanwhile
+// returns this chain's id.
+//
 // A chain has 1 to 1000 steps; no steps, a step of an invalid type, a
-// first step made by Pipe or arguments that do not encode fail the call
-// with [ErrInvalidArgument], adding nothing. The arguments of every step
-// travel with each step, in one queue item: together they must fit the
-// queue's MaxPayload, with the largest previous result.
-func EnqueueChain(ctx context.Context, c *Client, steps ...Step) (string, error) {
+// first step made by Pipe, arguments that do not encode or an invalid
+// option fail the call with [ErrInvalidArgument], adding nothing. The
+// arguments of every step travel with each step, in one queue item:
+// together they must fit the queue's MaxPayload, with the largest previous
+// result.
+func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueOption) (string, error) {
 	env, err := chainEnvelope(c, steps)
 	if err != nil {
 		return "", err
 	}
-	id, _, err := c.q.EnqueueWith(ctx, env.encode(), queue.EnqueueOptions{
-		Chain: queue.ChainStep{Step: 1, Steps: len(steps)},
-	})
+	o, err := queueOptions(steps[0].Type, opts)
+	if err != nil {
+		return "", err
+	}
+	env.Chain.Unique = o.Unique
+	o.Chain = queue.ChainStep{Step: 1, Steps: len(steps)}
+	id, _, err := c.q.EnqueueWith(ctx, env.encode(), o)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return "", fmt.Errorf("%w: enqueue chain: %w", ErrInvalidArgument, err)
 	}
@@ -110,9 +121,9 @@ func (env envelope) next(id string, result []byte) *queue.Then {
 		args = result
 	}
 	next := envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &chainPart{
-		ID: chain, Step: c.Step + 1, Steps: c.Steps, Piped: s.Piped, Prev: result, Rest: c.Rest[1:],
+		ID: chain, Unique: c.Unique, Step: c.Step + 1, Steps: c.Steps, Piped: s.Piped, Prev: result, Rest: c.Rest[1:],
 	}}
-	return &queue.Then{Payload: next.encode(), Chain: queue.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}}
+	return &queue.Then{Payload: next.encode(), Chain: queue.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
 }
 
 // ChainStatus reads the progress of the chain id in one script call: its
@@ -166,8 +177,8 @@ func WaitChain[R any](ctx context.Context, c *Client, id string) (R, error) {
 
 // CallChain enqueues a chain ([EnqueueChain]) and waits for its last
 // step's result ([WaitChain]).
-func CallChain[R any](ctx context.Context, c *Client, steps ...Step) (R, error) {
-	id, err := EnqueueChain(ctx, c, steps...)
+func CallChain[R any](ctx context.Context, c *Client, steps []Step, opts ...EnqueueOption) (R, error) {
+	id, err := EnqueueChain(ctx, c, steps, opts...)
 	if err != nil {
 		var r R
 		return r, err
@@ -175,23 +186,15 @@ func CallChain[R any](ctx context.Context, c *Client, steps ...Step) (R, error) 
 	return WaitChain[R](ctx, c, id)
 }
 
-type previousKey struct{}
-
-// previous is a chain step's previous result, in its handler's context.
-type previous struct {
-	codec Codec
-	data  []byte
-}
-
 // PreviousResult decodes, in the handler of a chain's step, the result of
 // the step before it. ok is false in the handler of a task that is not a
 // chain's step, or is its first; an error wraps [ErrDecode].
 func PreviousResult[T any](ctx context.Context) (v T, ok bool, err error) {
-	p, _ := ctx.Value(previousKey{}).(*previous)
-	if p == nil {
+	t := runningFrom(ctx)
+	if t == nil || !t.hasPrev {
 		return v, false, nil
 	}
-	if err := p.codec.Unmarshal(p.data, &v); err != nil {
+	if err := t.codec.Unmarshal(t.prev, &v); err != nil {
 		return v, true, fmt.Errorf("%w: previous result: %w", ErrDecode, err)
 	}
 	return v, true, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"
 )
@@ -68,7 +69,7 @@ func TestChainRunsStepByStep(t *testing.T) {
 	ran := map[string]*atomic.Int64{}
 	chainMux(t, b, ran)
 	ctx := testrig.Context(t, 30*time.Second)
-	id, err := tasks.EnqueueChain(ctx, b.client, chainOf("x", 2, 3)...)
+	id, err := tasks.EnqueueChain(ctx, b.client, chainOf("x", 2, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestCallChainWhileTheJobRuns(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			got, err := tasks.CallChain[string](ctx, waiters, chainOf("c"+strconv.Itoa(i), i, 1)...)
+			got, err := tasks.CallChain[string](ctx, waiters, chainOf("c"+strconv.Itoa(i), i, 1))
 			if want := fmt.Sprintf("c%d=%d", i, 2*(i+1)); err == nil && got != want {
 				err = fmt.Errorf("CallChain %d = %q, want %q", i, got, want)
 			}
@@ -155,8 +156,8 @@ func TestChainStopsAtADeadStep(t *testing.T) {
 	ran := map[string]*atomic.Int64{}
 	chainMux(t, b, ran)
 	ctx := testrig.Context(t, 30*time.Second)
-	id, err := tasks.EnqueueChain(ctx, b.client,
-		tasks.Step{Type: "add", Args: addArgs{A: 1}}, tasks.Step{Type: "fail"}, tasks.Step{Type: "label", Args: labelArgs{}})
+	id, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{
+		{Type: "add", Args: addArgs{A: 1}}, {Type: "fail"}, {Type: "label", Args: labelArgs{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +184,63 @@ func TestChainStopsAtADeadStep(t *testing.T) {
 	}
 }
 
+// A chain's options: Delay holds its first step back; Attempts gives every
+// step that many; Unique holds the key while any step is live, so an
+// enqueue under it returns the chain's id, and frees it when a step dies.
+func TestChainOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ran := map[string]*atomic.Int64{}
+	chainMux(t, b, ran)
+	ctx := testrig.Context(t, 30*time.Second)
+	steps := []tasks.Step{{Type: "add", Args: addArgs{A: 1}}, {Type: "fail"}, {Type: "label", Args: labelArgs{}}}
+	once := []tasks.EnqueueOption{tasks.Unique("nightly", time.Hour), tasks.Attempts(1)}
+	id, err := tasks.EnqueueChain(ctx, b.client, steps, append(once, tasks.Delay(500*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing promotes it yet.
+	if d, err := b.q.Stats(ctx); err != nil || d.Delayed != 1 || d.Pending != 0 {
+		t.Fatalf("after a delayed chain: %+v, %v; want its first step delayed", d, err)
+	}
+	again := func() string {
+		t.Helper()
+		got, err := tasks.EnqueueChain(ctx, b.client, chainOf("again", 1, 1), once...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := again(); got != id {
+		t.Fatalf("a chain under a held key = %s, want the first chain's %s", got, id)
+	}
+	// Due, it runs a step a slice: add, then fail, which dies at its one
+	// attempt (the queue would give it 3). The key is held at each step.
+	one, err := b.mux.Job(b.q, jobs.DrainConfig{Batching: jobs.Batching{Batch: 1, MaxBatches: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testrig.Eventually(t, 20*time.Second, "the first step due", func() bool {
+		n, err := b.q.Promote(ctx, queue.BatchMax)
+		return err == nil && n == 1
+	})
+	for step, want := range []queue.ChainState{queue.ChainRunning, queue.ChainFailed} {
+		if rep, err := one.Run(ctx); err != nil || rep.Items != 1 {
+			t.Fatalf("slice %d: %+v, %v; want one item", step+1, rep, err)
+		}
+		st, err := tasks.ChainStatus(ctx, b.client, id)
+		if err != nil || st.State != want || st.Step != 2 {
+			t.Fatalf("after step %d: %+v, %v; want %v at step 2", step+1, st, err, want)
+		}
+		if got := again(); (got == id) != (want == queue.ChainRunning) {
+			t.Fatalf("a chain under the key after step %d (%v) = %s; the chain is %s", step+1, want, got, id)
+		}
+	}
+	if f := ran["fail"].Load(); f != 1 {
+		t.Fatalf("fail ran %d times, want 1 (Attempts(1) on every step)", f)
+	}
+}
+
 // Bad chains are refused with ErrInvalidArgument, adding nothing.
 func TestChainBadInput(t *testing.T) {
 	t.Parallel()
@@ -196,14 +254,14 @@ func TestChainBadInput(t *testing.T) {
 		"unencodable args": {{Type: "add", Args: make(chan int)}},
 		"too many steps":   make([]tasks.Step, 1001),
 	} {
-		if _, err := tasks.EnqueueChain(ctx, b.client, steps...); !errors.Is(err, tasks.ErrInvalidArgument) {
+		if _, err := tasks.EnqueueChain(ctx, b.client, steps); !errors.Is(err, tasks.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
-		if _, err := tasks.CallChain[int](ctx, b.client, steps...); !errors.Is(err, tasks.ErrInvalidArgument) {
+		if _, err := tasks.CallChain[int](ctx, b.client, steps); !errors.Is(err, tasks.ErrInvalidArgument) {
 			t.Errorf("CallChain, %s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, err := tasks.EnqueueChain(ctx, nil, tasks.Step{Type: "add"}); !errors.Is(err, tasks.ErrInvalidArgument) {
+	if _, err := tasks.EnqueueChain(ctx, nil, []tasks.Step{{Type: "add"}}); !errors.Is(err, tasks.ErrInvalidArgument) {
 		t.Errorf("nil Client: %v", err)
 	}
 	if _, err := tasks.ChainStatus(ctx, b.client, ""); !errors.Is(err, tasks.ErrInvalidArgument) {
@@ -235,7 +293,7 @@ func TestChainStepsSettleInOneRoundTrip(t *testing.T) {
 	ids := make([]string, 30)
 	for i := range ids {
 		var err error
-		if ids[i], err = tasks.EnqueueChain(ctx, b.client, chainOf("r", i, 0)...); err != nil {
+		if ids[i], err = tasks.EnqueueChain(ctx, b.client, chainOf("r", i, 0)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -114,11 +114,11 @@ func TestChainsOnCluster(t *testing.T) {
 			ran := map[string]*atomic.Int64{}
 			chainMux(t, b, ran)
 			ctx := testrig.Context(t, 30*time.Second)
-			ok, err := tasks.EnqueueChain(ctx, b.client, chainOf("q", i, 1)...)
+			ok, err := tasks.EnqueueChain(ctx, b.client, chainOf("q", i, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad, err := tasks.EnqueueChain(ctx, b.client, tasks.Step{Type: "add", Args: addArgs{}}, tasks.Step{Type: "fail"})
+			bad, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{{Type: "add", Args: addArgs{}}, {Type: "fail"}})
 			if err != nil {
 				t.Fatal(err)
 			}

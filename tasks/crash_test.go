@@ -3,10 +3,12 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +23,8 @@ import (
 	"github.com/worksteal/worksteal/tasks"
 )
 
+// chainWorkerEnv makes the test binary a worker process (TestMain); it
+// runs the crash tests' chains and fan-outs alike.
 const chainWorkerEnv = "WORKSTEAL_TASKS_CHAIN_WORKER"
 
 // chainWorkerSpec tells the worker process where to work and log.
@@ -41,9 +45,34 @@ func chainSteps(m *tasks.Mux, log func(string)) error {
 	})
 }
 
+type fanOutArgs struct{ FanOut, Child int }
+
+// fanOutSteps registers "child", which logs "child FANOUT CHILD" and
+// returns FANOUT*100+CHILD, and "final", which logs "final FANOUT" and
+// returns its children's results as ChildResults reads them.
+func fanOutSteps(m *tasks.Mux, log func(string)) error {
+	if err := tasks.Handle(m, "child", func(ctx context.Context, a fanOutArgs) (int, error) {
+		log(fmt.Sprintf("child %d %d", a.FanOut, a.Child))
+		time.Sleep(5 * time.Millisecond)
+		return a.FanOut*100 + a.Child, nil
+	}); err != nil {
+		return err
+	}
+	return tasks.Handle(m, "final", func(ctx context.Context, a fanOutArgs) ([]int, error) {
+		log(fmt.Sprintf("final %d", a.FanOut))
+		results, ok, err := tasks.ChildResults[int](ctx)
+		time.Sleep(5 * time.Millisecond)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("child results of fan-out %d: %v, %v", a.FanOut, ok, err)
+		}
+		return results, nil
+	})
+}
+
 // runChainWorker is the worker process: it runs slices of one batch of 4
-// until killed, logging "settled" after each, so that every step logged
-// before the last "settled" is acked.
+// until killed, logging "settled" after each that settled its items, so
+// that every step logged before a "settled" is acked; after a slice that
+// failed it logs "unsettled" (some items may be acked, some not).
 func runChainWorker() int {
 	var spec chainWorkerSpec
 	if err := json.Unmarshal([]byte(os.Getenv(chainWorkerEnv)), &spec); err != nil {
@@ -63,7 +92,7 @@ func runChainWorker() int {
 		return 2
 	}
 	mux := tasks.NewMux()
-	if err := chainSteps(mux, log); err != nil {
+	if err := errors.Join(chainSteps(mux, log), fanOutSteps(mux, log)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -73,11 +102,129 @@ func runChainWorker() int {
 		return 2
 	}
 	for {
-		if _, err := job.Run(context.Background()); err != nil {
+		rep, err := job.Run(context.Background())
+		switch {
+		case err != nil: // a lease lost, a Redis call timed out: acks unknown
 			fmt.Fprintln(os.Stderr, err)
+			log("unsettled")
+		case rep.Items > 0:
+			log("settled")
+		default:
+			time.Sleep(5 * time.Millisecond) // idle: spare the CPU and the log
 		}
-		log("settled")
 	}
+}
+
+// startWorker starts a worker process on spec; the test's cleanup kills
+// it.
+func startWorker(t *testing.T, spec chainWorkerSpec) *exec.Cmd {
+	t.Helper()
+	env, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), chainWorkerEnv+"="+string(env))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// workerBatch is one slice of a worker's log: the steps it ran, whether
+// it logged "settled" (all of them acked), and whether it is open, cut
+// by a kill before its end was logged.
+type workerBatch struct {
+	runs          []string
+	settled, open bool
+}
+
+func readWorkerLog(t *testing.T, path string) []workerBatch {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var batches []workerBatch
+	var cur workerBatch
+	for _, l := range strings.Split(string(data), "\n") {
+		switch l {
+		case "":
+		case "settled", "unsettled":
+			cur.settled = l == "settled"
+			batches = append(batches, cur)
+			cur = workerBatch{}
+		default:
+			cur.runs = append(cur.runs, l)
+		}
+	}
+	if len(cur.runs) > 0 {
+		cur.open = true
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// killIf SIGKILLs the worker if kill holds for its log, and reports
+// whether it did. It checks the log again with the worker stopped
+// (SIGSTOP, waited for), so that the log it judged is the one it ends
+// with.
+func killIf(t *testing.T, cmd *exec.Cmd, log string, kill func([]workerBatch) bool) bool {
+	t.Helper()
+	if !kill(readWorkerLog(t, log)) {
+		return false
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WUNTRACED, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EINTR) {
+			t.Fatalf("wait for the worker to stop: %v", err)
+		}
+	}
+	if !ws.Stopped() {
+		t.Fatalf("the worker ended: %v", ws)
+	}
+	if !kill(readWorkerLog(t, log)) {
+		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return true
+}
+
+// midBatch: the worker's log ends in a batch that ran at least one step
+// with prefix, its end not logged.
+func midBatch(bs []workerBatch, prefix string) bool {
+	if len(bs) == 0 || !bs[len(bs)-1].open {
+		return false
+	}
+	return slices.ContainsFunc(bs[len(bs)-1].runs, func(r string) bool { return strings.HasPrefix(r, prefix) })
+}
+
+// runCount counts the runs in bs of steps with prefix.
+func runCount(bs []workerBatch, prefix string) int {
+	n := 0
+	for _, b := range bs {
+		for _, r := range b.runs {
+			if strings.HasPrefix(r, prefix) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // A worker process SIGKILLed mid-chain loses no step, and no step it
@@ -103,45 +250,30 @@ func TestSIGKILLMidChain(t *testing.T) {
 			st[s] = tasks.Step{Type: "step", Args: stepArgs{Chain: c, Step: s + 1}}
 		}
 		var err error
-		if ids[c], err = tasks.EnqueueChain(ctx, b.client, st...); err != nil {
+		if ids[c], err = tasks.EnqueueChain(ctx, b.client, st); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	logPath := filepath.Join(t.TempDir(), "worker.log")
-	spec, _ := json.Marshal(chainWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: lease})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), chainWorkerEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd := startWorker(t, chainWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: lease})
 	// Kill it mid-batch, about half-way through the chains' steps.
 	testrig.Eventually(t, 30*time.Second, "the worker half-way, mid-batch", func() bool {
-		data, _ := os.ReadFile(logPath)
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		return len(lines) > chains*steps/2 && strings.HasPrefix(lines[len(lines)-1], "run")
+		return killIf(t, cmd, logPath, func(bs []workerBatch) bool {
+			return runCount(bs, "run") > chains*steps/2 && midBatch(bs, "run")
+		})
 	}, func() string { return "" })
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	data, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	killed := strings.Split(strings.TrimSpace(string(data)), "\n")
+	killed := readWorkerLog(t, logPath)
+	// inFlight: ran, but not known to be acked.
 	acked, inFlight := map[string]bool{}, map[string]bool{}
-	for _, l := range killed {
-		if l == "settled" {
-			for r := range inFlight {
+	for _, b := range killed {
+		for _, r := range b.runs {
+			if b.settled {
 				acked[r] = true
+			} else {
+				inFlight[r] = true
 			}
-			clear(inFlight)
-			continue
 		}
-		inFlight[l] = true
 	}
 	if len(inFlight) == 0 {
 		t.Fatal("killed between batches; the test wants a kill mid-batch")
@@ -183,5 +315,151 @@ func TestSIGKILLMidChain(t *testing.T) {
 			t.Fatalf("chain %s = %d, %v; want %d", id, got, err, steps)
 		}
 	}
-	t.Logf("killed after %d runs: %d acked, %d in flight; the fresh worker ran %d", len(killed), len(acked), len(inFlight), len(runs))
+	t.Logf("killed after %d runs: %d acked, %d in flight; the fresh worker ran %d", runCount(killed, "run"), len(acked), len(inFlight), len(runs))
+}
+
+// Worker processes SIGKILLed while fan-outs' children run (and once,
+// if it comes in time, while final steps run) lose no child and no final
+// step: each final step runs after its last child was acked, once (again
+// only if a kill cut its own run before the ack), and sees every child's
+// result; no acked child runs again.
+func TestSIGKILLMidFanOut(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const lease = 300 * time.Millisecond
+	// Kills and lost leases on a loaded machine cost attempts: spare some.
+	cfg := queue.Config{Prefix: redistest.Prefix(t), Lease: lease, MaxAttempts: 20}
+	b := setup(t, rdb, cfg)
+	ctx := testrig.Context(t, 5*time.Minute)
+	const fanOuts, children = 20, 10
+	ids := make([]string, fanOuts)
+	for f := range ids {
+		st := make([]tasks.Step, children)
+		for c := range st {
+			st[c] = tasks.Step{Type: "child", Args: fanOutArgs{FanOut: f, Child: c + 1}}
+		}
+		var err error
+		if ids[f], err = tasks.EnqueueFanOut(ctx, b.client, st, tasks.Step{Type: "final", Args: fanOutArgs{FanOut: f}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// done also hands back the killed workers' leases, as a worker's
+	// maintenance would.
+	done := func() bool {
+		if _, err := b.q.Tidy(ctx, queue.BatchMax); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			st, err := tasks.FanOutStatus(ctx, b.client, id)
+			if err != nil || st.State == queue.JoinFailed {
+				t.Fatalf("fan-out %s: %+v, %v", id, st, err)
+			}
+			if st.State != queue.JoinDone {
+				return false
+			}
+		}
+		return true
+	}
+	stats := func() string {
+		d, _ := b.q.Stats(context.Background())
+		return "queue: " + fmtDepth(d)
+	}
+
+	// Two workers killed amid children, a fifth and two fifths of the way
+	// through them; a third amid final steps, unless it finishes first;
+	// then, if it was killed, a last one that finishes.
+	dir := t.TempDir()
+	var logs []string
+	var cmd *exec.Cmd
+	start := func() string {
+		logs = append(logs, filepath.Join(dir, fmt.Sprintf("worker-%d.log", len(logs))))
+		cmd = startWorker(t, chainWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logs[len(logs)-1], Lease: lease})
+		return logs[len(logs)-1]
+	}
+	for w := range 2 {
+		log := start()
+		testrig.Eventually(t, time.Minute, fmt.Sprintf("worker %d mid-batch amid children", w), func() bool {
+			done()
+			return killIf(t, cmd, log, func(bs []workerBatch) bool {
+				return runCount(bs, "child") >= fanOuts*children/5 && midBatch(bs, "child")
+			})
+		}, stats)
+	}
+	log := start()
+	finalKilled := false
+	testrig.Eventually(t, time.Minute, "worker 2 mid-batch amid final steps, or every fan-out done", func() bool {
+		if done() {
+			return true
+		}
+		finalKilled = killIf(t, cmd, log, func(bs []workerBatch) bool { return midBatch(bs, "final") })
+		return finalKilled
+	}, stats)
+	if finalKilled {
+		log = start()
+		testrig.Eventually(t, time.Minute, "every fan-out done", done, stats)
+	}
+	// Killed between batches, the last worker has every run it logged acked.
+	testrig.Eventually(t, 30*time.Second, "the last worker between batches", func() bool {
+		return killIf(t, cmd, log, func(bs []workerBatch) bool { return len(bs) == 0 || !bs[len(bs)-1].open })
+	}, stats)
+
+	// The runs of each step, in order, each with its batch's index in the
+	// workers' logs end to end (the workers ran one after the other).
+	type run struct {
+		batch int
+		acked bool
+	}
+	runs := map[string][]run{}
+	var batches []workerBatch
+	for _, l := range logs {
+		batches = append(batches, readWorkerLog(t, l)...)
+	}
+	for i, bt := range batches {
+		for _, r := range bt.runs {
+			runs[r] = append(runs[r], run{i, bt.settled})
+		}
+	}
+	again := map[string]int{}
+	for r, rs := range runs {
+		again[strings.Fields(r)[0]] += len(rs) - 1
+		for _, x := range rs[:len(rs)-1] {
+			if x.acked {
+				t.Errorf("%s was acked (batch %d) and ran again: %d runs", r, x.batch, len(rs))
+				break
+			}
+		}
+	}
+	for f, id := range ids {
+		lastChild, want := -1, make([]int, children)
+		for c := range children {
+			want[c] = f*100 + c + 1
+			rs := runs[fmt.Sprintf("child %d %d", f, c+1)]
+			if len(rs) == 0 {
+				t.Errorf("child %d %d never ran: lost", f, c+1)
+				continue
+			}
+			lastChild = max(lastChild, rs[len(rs)-1].batch)
+		}
+		// The last child's ack is its batch's settle, at that batch's end.
+		if rs := runs[fmt.Sprintf("final %d", f)]; len(rs) == 0 {
+			t.Errorf("final %d never ran: lost", f)
+		} else if rs[0].batch <= lastChild {
+			t.Errorf("final %d ran in batch %d, before its last child's batch %d ended", f, rs[0].batch, lastChild)
+		}
+		if got, err := tasks.WaitFanOut[[]int](ctx, b.client, id); err != nil || !slices.Equal(got, want) {
+			t.Errorf("fan-out %d: WaitFanOut = %v, %v; want %v", f, got, err, want)
+		}
+		if st, err := tasks.FanOutStatus(ctx, b.client, id); err != nil || st.State != queue.JoinDone || st.Done != children || st.Children != children {
+			t.Errorf("fan-out %d: FanOutStatus = %+v, %v", f, st, err)
+		}
+	}
+	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Errorf("Stats = %s, %v; want an empty queue", fmtDepth(d), err)
+	}
+	t.Logf("%d workers, %d batches; ran again: %d children, %d final steps (a final step's run killed: %v)",
+		len(logs), len(batches), again["child"], again["final"], finalKilled)
 }

@@ -6,12 +6,12 @@
 //	mux := tasks.NewMux()
 //	err := tasks.Handle(mux, "resize", func(ctx context.Context, a ResizeArgs) (Thumb, error) { ... })
 //	job, err := mux.Job(q, jobs.DrainConfig{})
-//	err = rec.Register(job, recruiter.JobConfig{Rate: 0.05})
+//	err = rec.Register(job, recruiter.JobConfig{Every: time.Second}) // paced by the recruiter
 //	// elsewhere, a client:
 //	c, err := tasks.NewClient(q)
 //	id, err := tasks.Enqueue(ctx, c, "resize", ResizeArgs{...})        // fire and forget
 //	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", args) // enqueue and wait
-//	id, err = tasks.EnqueueChain(ctx, c, tasks.Step{Type: "resize", Args: args}, tasks.Pipe("upload"))
+//	id, err = tasks.EnqueueChain(ctx, c, []tasks.Step{{Type: "resize", Args: args}, tasks.Pipe("upload")})
 //	url, err := tasks.WaitChain[string](ctx, c, id)                    // the last step's result
 //	id, err = tasks.EnqueueFanOut(ctx, c, children, tasks.Step{Type: "zip", Args: dir})
 //	zip, err := tasks.WaitFanOut[string](ctx, c, id)                   // the final step's result
@@ -72,7 +72,9 @@
 // [WaitChain] (and [CallChain], which enqueues and waits) returns an
 // error wrapping [queue.ErrDead] with its cause; requeued, the chain
 // runs on. [ChainStatus] reads the chain's progress in one call: its
-// step of how many, that step's id, running, done or failed.
+// step of how many, that step's id, running, done or failed. The enqueue
+// options apply to the whole chain: [Delay] to its first step, [Attempts]
+// to every step, and [Unique] holds its key until the chain ends.
 //
 // # Fan-out
 //
@@ -89,6 +91,11 @@
 // lets the fan-out run on. [FanOutStatus] reads its progress: children
 // done and dead, running, done or failed. A handler may fan out: the
 // fan-out is named after its task, so a retried handler adds it once.
+// The enqueue options apply to the whole fan-out: [Delay] to its
+// children, [Attempts] to every child and the final step, and [Unique]
+// (per the final step's type) holds its key until the final step
+// succeeds or dies; a fan-out failed by a dead child holds it for its
+// ttl.
 //
 // # Encoding
 //
@@ -104,6 +111,7 @@
 // # Not yet
 //
 // A fan-out's children cannot be chains, nor the final step a [Pipe].
-// [Enqueue] does not say whether a unique enqueue was a duplicate;
-// [queue.Queue.EnqueueWith] does.
+// [Enqueue], [EnqueueChain] and [EnqueueFanOut] do not say whether a
+// unique enqueue was a duplicate; [queue.Queue.EnqueueWith] and
+// [queue.Queue.EnqueueJoin] do.
 package tasks

@@ -12,8 +12,13 @@ import (
 // queue's bound.
 const uniqueKeyMax = 256
 
+// queueUniqueMax bounds the queue's key, type ':' key, as a chain's
+// envelope carries it.
+const queueUniqueMax = 128 + 1 + uniqueKeyMax
+
 // EnqueueOption sets how [Enqueue] or [Call] adds one task: [Delay],
-// [Attempts], [Unique]. A nil EnqueueOption is ignored; of two options
+// [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply them to
+// a whole chain or fan-out. A nil EnqueueOption is ignored; of two options
 // setting the same thing, the later wins. (Client and Mux options are
 // [Option]s.)
 type EnqueueOption interface{ applyEnqueue(*enqueueOptions) }

@@ -26,6 +26,8 @@ const (
 //
 //	uvarint length of the chain's id, then the id ("" at step 1: the
 //	        chain is named after its first item)
+//	uvarint length of the queue's unique key the chain holds, then the
+//	        key ("" for none)
 //	uvarint the step, 1 to steps
 //	uvarint the chain's steps, at most chainStepsMax
 //	byte    1 if this step's arguments are the previous result, else 0
@@ -48,6 +50,7 @@ type envelope struct {
 // step's result and the steps still to come.
 type chainPart struct {
 	ID          string
+	Unique      string // the queue's unique key, handed on step to step
 	Step, Steps int
 	Piped       bool // Args are Prev
 	Prev        []byte
@@ -64,7 +67,7 @@ type encodedStep struct {
 func (e envelope) encode() []byte {
 	n := 1 + 2*binary.MaxVarintLen64 + len(e.Type) + len(e.Codec) + len(e.Args)
 	if c := e.Chain; c != nil {
-		n += 5*binary.MaxVarintLen64 + len(c.ID) + len(c.Prev)
+		n += 6*binary.MaxVarintLen64 + len(c.ID) + len(c.Unique) + len(c.Prev)
 		for _, s := range c.Rest {
 			n += 1 + 2*binary.MaxVarintLen64 + len(s.Type) + len(s.Args)
 		}
@@ -79,6 +82,7 @@ func (e envelope) encode() []byte {
 	b = appendBytes(b, e.Codec)
 	if c := e.Chain; c != nil {
 		b = appendBytes(b, c.ID)
+		b = appendBytes(b, c.Unique)
 		b = binary.AppendUvarint(b, uint64(c.Step))
 		b = binary.AppendUvarint(b, uint64(c.Steps))
 		b = append(b, flag(c.Piped))
@@ -151,6 +155,14 @@ func readChain(b []byte) (*chainPart, []byte, error) {
 	c.ID = string(id)
 	if len(c.ID) > chainIDMax {
 		return nil, nil, fmt.Errorf("%w: envelope's chain id is too long", ErrDecode)
+	}
+	unique, b, err := readBytes(b, "chain's unique key")
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Unique = string(unique)
+	if len(c.Unique) > queueUniqueMax {
+		return nil, nil, fmt.Errorf("%w: envelope's chain unique key is too long", ErrDecode)
 	}
 	var step, steps uint64
 	if step, b, err = readUvarint(b, "step"); err != nil {

@@ -49,7 +49,7 @@ func ExampleMux() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := rec.Register(job, recruiter.JobConfig{Rate: 0.05, Budget: 20 * time.Millisecond}); err != nil {
+	if err := rec.Register(job, recruiter.JobConfig{Every: time.Second, Budget: 20 * time.Millisecond}); err != nil {
 		log.Fatal(err)
 	}
 

@@ -17,12 +17,6 @@ func ReencodeEnvelope(b []byte) ([]byte, error) {
 	return e.encode(), nil
 }
 
-// ChainEnvelopeForTest is the envelope of a chain's first step.
-func ChainEnvelopeForTest(c *Client, steps ...Step) ([]byte, error) {
-	e, err := chainEnvelope(c, steps)
-	return e.encode(), err
-}
-
 func DecodeEnvelope(b []byte) (typ, codec string, args []byte, err error) {
 	e, err := decodeEnvelope(b)
 	return e.Type, e.Codec, e.Args, err

@@ -35,12 +35,21 @@ const fanOutChildrenMax = 1000
 // names the fan-out after the task and the call's rank in the handler, so
 // a retried handler that makes the same calls adds each fan-out once.
 //
+// The options apply to the fan-out, in the same script call: [Delay]
+// delays its children (the final step waits for them in any case),
+// [Attempts] gives every child and the final step that many attempts,
+// and [Unique] holds its key, per the final step's type, from the
+// enqueue until the final step succeeds or dies (or ttl passes): an
+// enqueue under the key meanwhile adds nothing and returns this
+// fan-out's id, and CallFanOut waits for it. A fan-out failed by a dead
+// child holds its key until ttl passes, as its final step still waits.
+//
 // A fan-out has 1 to 1000 children; no children, a step of an invalid
-// type, a Pipe (use ChildResults) or arguments that do not encode fail
-// the call with [ErrInvalidArgument], adding nothing; a task above the
-// queue's MaxPayload, or all of them above 16 MiB, with an error wrapping
-// [queue.ErrPayloadTooLarge].
-func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step) (string, error) {
+// type, a Pipe (use ChildResults), arguments that do not encode or an
+// invalid option fail the call with [ErrInvalidArgument], adding
+// nothing; a task above the queue's MaxPayload, or all of them above 16
+// MiB, with an error wrapping [queue.ErrPayloadTooLarge].
+func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step, opts ...EnqueueOption) (string, error) {
 	if c == nil {
 		return "", fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
@@ -57,10 +66,13 @@ func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step) 
 			return "", err
 		}
 	}
-	if t, _ := ctx.Value(taskKey{}).(*running); t != nil {
+	if j.Options, err = queueOptions(final.Type, opts); err != nil {
+		return "", err
+	}
+	if t := runningFrom(ctx); t != nil {
 		j.ID = fanOutID(t.id, t.fanOuts.Add(1))
 	}
-	id, err := c.q.EnqueueJoin(ctx, j)
+	id, _, err := c.q.EnqueueJoin(ctx, j)
 	if errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrEmptyPayload) {
 		return "", fmt.Errorf("%w: enqueue fan-out: %w", ErrInvalidArgument, err)
 	}
@@ -136,9 +148,11 @@ func WaitFanOut[R any](ctx context.Context, c *Client, id string) (R, error) {
 }
 
 // CallFanOut enqueues a fan-out ([EnqueueFanOut]) and waits for its final
-// step's result ([WaitFanOut]).
-func CallFanOut[R any](ctx context.Context, c *Client, children []Step, final Step) (R, error) {
-	id, err := EnqueueFanOut(ctx, c, children, final)
+// step's result ([WaitFanOut]). opts are EnqueueFanOut's: with [Unique],
+// calls with one key while its fan-out is live share that fan-out, and
+// each gets its result.
+func CallFanOut[R any](ctx context.Context, c *Client, children []Step, final Step, opts ...EnqueueOption) (R, error) {
+	id, err := EnqueueFanOut(ctx, c, children, final, opts...)
 	if err != nil {
 		var r R
 		return r, err
@@ -146,14 +160,31 @@ func CallFanOut[R any](ctx context.Context, c *Client, children []Step, final St
 	return WaitFanOut[R](ctx, c, id)
 }
 
-type taskKey struct{}
-
-// running is the task a handler runs, in its context.
+// running is the task a handler runs. It is its handler's context, so
+// that a task costs one allocation for both: see [runningFrom].
 type running struct {
+	context.Context
 	q       *queue.Queue
 	codec   Codec
 	id      string
+	prev    []byte // a chain step's previous result
+	hasPrev bool
 	fanOuts atomic.Int64 // EnqueueFanOut calls so far
+}
+
+type taskKey struct{}
+
+func (t *running) Value(key any) any {
+	if key == (taskKey{}) {
+		return t
+	}
+	return t.Context.Value(key)
+}
+
+// runningFrom returns the task whose handler ctx is, or nil.
+func runningFrom(ctx context.Context) *running {
+	t, _ := ctx.Value(taskKey{}).(*running)
+	return t
 }
 
 // ChildResults reads, in the handler of a fan-out's final step, the
@@ -162,7 +193,7 @@ type running struct {
 // an error wraps [ErrDecode], or [queue.ErrNotFound] for a result past
 // the queue's ResultRetention.
 func ChildResults[R any](ctx context.Context) (results []R, ok bool, err error) {
-	t, _ := ctx.Value(taskKey{}).(*running)
+	t := runningFrom(ctx)
 	if t == nil {
 		return nil, false, nil
 	}

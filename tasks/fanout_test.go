@@ -220,10 +220,136 @@ func TestEnqueueFanOutInvalid(t *testing.T) {
 			t.Errorf("%s: EnqueueFanOut = %q, %v; want %v naming %q", c.name, id, err, c.want, c.text)
 		}
 	}
+	// Bad options, to EnqueueFanOut and to CallFanOut.
+	for name, opt := range map[string]tasks.EnqueueOption{
+		"negative delay":   tasks.Delay(-time.Second),
+		"absurd delay":     tasks.Delay(366 * 24 * time.Hour),
+		"absurd attempts":  tasks.Attempts(1001),
+		"negative attempt": tasks.Attempts(-1),
+		"empty unique key": tasks.Unique("", time.Minute),
+		"long unique key":  tasks.Unique(strings.Repeat("k", 257), time.Minute),
+		"no unique ttl":    tasks.Unique("k", 0),
+	} {
+		if id, err := tasks.EnqueueFanOut(ctx, b.client, squares(2), final, opt); !errors.Is(err, tasks.ErrInvalidArgument) || id != "" {
+			t.Errorf("%s: EnqueueFanOut = %q, %v; want ErrInvalidArgument", name, id, err)
+		}
+		if _, err := tasks.CallFanOut[string](ctx, b.client, squares(2), final, opt); !errors.Is(err, tasks.ErrInvalidArgument) {
+			t.Errorf("%s: CallFanOut = %v; want ErrInvalidArgument", name, err)
+		}
+	}
 	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
 		t.Fatalf("Stats = %+v, %v; want nothing added", d, err)
 	}
+	if keys, err := b.rdb.Keys(ctx, "*").Result(); len(keys) != 0 || err != nil {
+		t.Fatalf("bad input wrote %v (%v)", keys, err)
+	}
 	if _, err := tasks.FanOutStatus(ctx, b.client, "nosuch"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("FanOutStatus of an unknown fan-out = %v, want ErrNotFound", err)
+	}
+}
+
+// A fan-out's options: Delay holds its children back until promoted;
+// Unique, per the final step's type, returns the fan-out's id while it
+// runs (to a fan-out, and to a task of that type), CallFanOut under the
+// key waits for it, and the key is free once the final step succeeded;
+// Attempts is every child's and the final step's (the queue's is 3); a
+// fan-out failed by a dead child holds its key.
+func TestFanOutOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, fastRetries)
+	ran := fanOutMux(t, b)
+	ctx := testrig.Context(t, 30*time.Second)
+	const delay = 300 * time.Millisecond
+	key := tasks.Unique("nightly", time.Hour)
+	total := tasks.Step{Type: "total", Args: "n"}
+	before, err := b.rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := tasks.EnqueueFanOut(ctx, b.client, squares(3), total, tasks.Delay(delay), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A slice without Promote: the children wait, however late it runs.
+	if _, err := b.job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.q.Stats(ctx); err != nil || d.Delayed != 3 || d.Pending != 0 || ran["square"].Load() != 0 {
+		t.Fatalf("after a slice: %+v, %v, %d squares ran; want 3 children delayed", d, err, ran["square"].Load())
+	}
+	if again, err := tasks.EnqueueFanOut(ctx, b.client, squares(5), tasks.Step{Type: "total", Args: "m"}, key); again != id || err != nil {
+		t.Fatalf("a fan-out under the held key = %s, %v; want %s", again, err, id)
+	}
+	if task, err := tasks.Enqueue(ctx, b.client, "total", "t", key); task != id || err != nil {
+		t.Fatalf("a task of the final step's type under the key = %s, %v; want %s", task, err, id)
+	}
+	other, err := tasks.Enqueue(ctx, b.client, "square", squareArgs{X: 10}, key) // another type: another key
+	if other == id || err != nil {
+		t.Fatalf("a square under the key = %s, %v; want a task of its own", other, err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		r, err := tasks.CallFanOut[string](ctx, b.client, squares(2), tasks.Step{Type: "total", Args: "c"}, key)
+		if err != nil {
+			r = err.Error()
+		}
+		got <- r
+	}()
+	var called string
+	b.drive(t, "the fan-out and the call done", func() bool {
+		select {
+		case called = <-got:
+		default:
+		}
+		d, err := b.q.Stats(ctx)
+		return called != "" && err == nil && fmtDepth(d) == fmtDepth(queue.Depth{})
+	})
+	if want := fmt.Sprintf("n=%d/3", sumOfSquares(3)); called != want {
+		t.Fatalf("CallFanOut under the key = %q, want the held fan-out's %q", called, want)
+	}
+	if now, err := b.rdb.Time(ctx).Result(); err != nil || now.Sub(before) < delay {
+		t.Fatalf("done %v after the enqueue (%v), before the delay %v", now.Sub(before), err, delay)
+	}
+	if r, s := ran["total"].Load(), ran["square"].Load(); r != 1 || s != 4 {
+		t.Fatalf("total ran %d times, square %d; want 1 and 4 (3 children, 1 task)", r, s)
+	}
+
+	// Attempts(2): the final step dies at its second run, not the queue's third.
+	failFinal, err := tasks.EnqueueFanOut(ctx, b.client, squares(2), tasks.Step{Type: "broken", Args: struct{}{}}, tasks.Attempts(2), key)
+	if err != nil || failFinal == id {
+		t.Fatalf("a fan-out under the freed key = %s, %v; want a new one", failFinal, err)
+	}
+	b.drive(t, "the final step dead", func() bool {
+		d, err := b.q.Stats(ctx)
+		return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
+	})
+	if _, err := tasks.WaitFanOut[int](ctx, b.client, failFinal); !errors.Is(err, queue.ErrDead) {
+		t.Fatalf("WaitFanOut of a dead final step = %v, want ErrDead", err)
+	}
+	if n := ran["broken"].Load(); n != 2 {
+		t.Fatalf("the final step ran %d times, want 2", n)
+	}
+
+	// Attempts(1): a failing child dies at once, failing the fan-out, which
+	// keeps its key.
+	failChild, err := tasks.EnqueueFanOut(ctx, b.client, append(squares(1), tasks.Step{Type: "broken", Args: struct{}{}}), total, tasks.Attempts(1), key)
+	if err != nil || failChild == id {
+		t.Fatalf("a fan-out under the freed key = %s, %v; want a new one", failChild, err)
+	}
+	b.drive(t, "the child dead", func() bool {
+		d, err := b.q.Stats(ctx)
+		return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 2})
+	})
+	if _, err := tasks.WaitFanOut[string](ctx, b.client, failChild); !errors.Is(err, queue.ErrDead) || !strings.Contains(err.Error(), "child broke on purpose") {
+		t.Fatalf("WaitFanOut of a fan-out with a dead child = %v, want ErrDead with its cause", err)
+	}
+	if n := ran["broken"].Load(); n != 3 {
+		t.Fatalf("broken ran %d times, want 3 (the child once)", n)
+	}
+	if again, err := tasks.EnqueueFanOut(ctx, b.client, squares(1), total, key); again != failChild || err != nil {
+		t.Fatalf("a fan-out under the failed fan-out's key = %s, %v; want %s", again, err, failChild)
+	}
+	if r := ran["total"].Load(); r != 1 {
+		t.Fatalf("total ran %d times, want 1", r)
 	}
 }

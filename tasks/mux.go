@@ -125,16 +125,14 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = "tasks." + q.Name()
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
-	maxAttempts := q.Config().MaxAttempts
 	return jobs.DrainThen(q, func(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
-		return m.run(context.WithValue(ctx, taskKey{}, &running{q: q, codec: m.codec, id: it.ID}), it, maxAttempts)
+		return m.run(ctx, q, it)
 	}, cfg)
 }
 
 // run is the Drain handler: one queue item, one task; a chain's step
-// returns the next step, which its ack enqueues. maxAttempts, the queue's,
-// tells a retried failure from a dead one in the counts.
-func (m *Mux) run(ctx context.Context, it queue.Item, maxAttempts int) (_ []byte, _ *queue.Then, err error) {
+// returns the next step, which its ack enqueues.
+func (m *Mux) run(ctx context.Context, q *queue.Queue, it queue.Item) (_ []byte, _ *queue.Then, err error) {
 	env, err := decodeEnvelope(it.Payload)
 	if err != nil {
 		return nil, nil, err
@@ -149,12 +147,14 @@ func (m *Mux) run(ctx context.Context, it queue.Item, maxAttempts int) (_ []byte
 	if h.run == nil {
 		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
 	}
+	t := &running{Context: ctx, q: q, codec: m.codec, id: it.ID}
+	if env.Chain != nil && env.Chain.Step > 1 {
+		t.prev, t.hasPrev = env.Chain.Prev, true
+	}
+	ctx = t
 	m.begin(ctx, h.counts)
 	returned := false
-	defer func() { m.end(ctx, h.counts, !returned || err != nil, it.Attempt, maxAttempts) }() // a panic fails the attempt too
-	if env.Chain != nil && env.Chain.Step > 1 {
-		ctx = context.WithValue(ctx, previousKey{}, &previous{codec: m.codec, data: env.Chain.Prev})
-	}
+	defer func() { m.end(ctx, h.counts, !returned || err != nil, it.Attempt >= it.MaxAttempts) }() // a panic fails the attempt too
 	result, err := h.run(ctx, m.codec, env.Args)
 	returned = true
 	if err != nil {

@@ -25,14 +25,12 @@ type TypeStats struct {
 	Running int64  // attempts in their handler now
 	Done    uint64 // attempts whose handler returned a result
 	// Retried counts the failed attempts (an error, a panic, arguments
-	// that do not decode) below the queue's MaxAttempts: the queue retries
-	// them after its backoff.
+	// that do not decode) below the task's limit (its own [Attempts], or
+	// else the queue's MaxAttempts): the queue retries them after its
+	// backoff.
 	Retried uint64
-	// Dead counts the failed attempts at or past the queue's MaxAttempts,
-	// which the queue dead-letters. A task enqueued with its own
-	// [Attempts] is split by the queue's MaxAttempts all the same, since
-	// its claim does not say its own; Retried+Dead, the failures, is
-	// exact either way.
+	// Dead counts the failed attempts at the task's limit, which the
+	// queue dead-letters.
 	Dead uint64
 }
 
@@ -64,19 +62,21 @@ func (m *Mux) Stats() []TypeStats {
 // typeCounts are one type's counters, and its metric attributes made
 // once, at [Handle], so that counting an attempt allocates nothing.
 type typeCounts struct {
-	running                atomic.Int64
-	done, retried, dead    atomic.Uint64
-	byType                 metric.AddOption
-	asDone, asRetry, asDie metric.AddOption
+	running             atomic.Int64
+	done, retried, dead atomic.Uint64
+	// Each a one-option slice, since a variadic call with a fresh one
+	// allocates.
+	byType                 []metric.AddOption
+	asDone, asRetry, asDie []metric.AddOption
 }
 
 func newTypeCounts(typ string) *typeCounts {
 	kind := telemetry.AttrTaskType.String(typ)
-	by := func(outcome string) metric.AddOption {
-		return metric.WithAttributeSet(attribute.NewSet(kind, telemetry.AttrTaskOutcome.String(outcome)))
+	by := func(outcome string) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kind, telemetry.AttrTaskOutcome.String(outcome)))}
 	}
 	return &typeCounts{
-		byType: metric.WithAttributeSet(attribute.NewSet(kind)),
+		byType: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kind))},
 		asDone: by(telemetry.TaskDone), asRetry: by(telemetry.TaskRetried), asDie: by(telemetry.TaskDead),
 	}
 }
@@ -116,24 +116,24 @@ func newMuxInstruments(mp metric.MeterProvider) muxInstruments {
 // begin counts an attempt of c's type as running.
 func (m *Mux) begin(ctx context.Context, c *typeCounts) {
 	c.running.Add(1)
-	m.tel.running.Add(ctx, 1, c.byType)
+	m.tel.running.Add(ctx, 1, c.byType...)
 }
 
 // end counts an attempt of c's type as no longer running, and its
-// outcome: done unless failed; a failure at attempt of maxAttempts or
-// more is dead, else retried.
-func (m *Mux) end(ctx context.Context, c *typeCounts, failed bool, attempt, maxAttempts int) {
+// outcome: done unless failed; a failure at the last attempt is dead,
+// else retried.
+func (m *Mux) end(ctx context.Context, c *typeCounts, failed, last bool) {
 	c.running.Add(-1)
-	m.tel.running.Add(ctx, -1, c.byType)
+	m.tel.running.Add(ctx, -1, c.byType...)
 	switch {
 	case !failed:
 		c.done.Add(1)
-		m.tel.attempts.Add(ctx, 1, c.asDone)
-	case attempt >= maxAttempts:
+		m.tel.attempts.Add(ctx, 1, c.asDone...)
+	case last:
 		c.dead.Add(1)
-		m.tel.attempts.Add(ctx, 1, c.asDie)
+		m.tel.attempts.Add(ctx, 1, c.asDie...)
 	default:
 		c.retried.Add(1)
-		m.tel.attempts.Add(ctx, 1, c.asRetry)
+		m.tel.attempts.Add(ctx, 1, c.asRetry...)
 	}
 }

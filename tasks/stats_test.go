@@ -20,9 +20,10 @@ import (
 )
 
 // The Mux counts each attempt by type and outcome, in Stats and in the
-// metrics: a success is done, a failure below the queue's MaxAttempts (3)
-// retried, one at it dead; a panic fails its attempt like an error; a
-// task of an unknown type counts under no type.
+// metrics: a success is done, a failure below the task's limit (the
+// queue's MaxAttempts, 3, or its own Attempts) retried, one at it dead; a
+// panic fails its attempt like an error; a task of an unknown type counts
+// under no type.
 func TestStatsByType(t *testing.T) {
 	t.Parallel()
 	reader := sdkmetric.NewManualReader()
@@ -55,6 +56,8 @@ func TestStatsByType(t *testing.T) {
 		mustEnqueue(t, b.client, "flaky", addArgs{Label: "panics"}),
 		mustEnqueue(t, b.client, "flaky", addArgs{Label: "never"}),
 		mustEnqueue(t, b.client, "nobody", addArgs{}),
+		mustEnqueueWith(t, b.client, "flaky", addArgs{Label: "never"}, tasks.Attempts(1)),
+		mustEnqueueWith(t, b.client, "flaky", addArgs{Label: "never"}, tasks.Attempts(4)),
 	}
 	// The slice of the panic returns an error wrapping ErrHandlerPanic:
 	// drive's Run would fail the test, so run it here.
@@ -68,21 +71,22 @@ func TestStatsByType(t *testing.T) {
 			t.Fatalf("Promote: %v", err)
 		}
 		d, err := b.q.Stats(ctx)
-		return err == nil && d.Pending+d.Leased+d.Delayed == 0 && d.Dead == 2
+		return err == nil && d.Pending+d.Leased+d.Delayed == 0 && d.Dead == 4
 	})
 	wantDead(t, b.q, ids[4], "never works")
 	// add: 2 done. flaky: once and panics fail then succeed (2 retried, 2
-	// done); never fails 3 times (2 retried, 1 dead). nobody: not counted.
+	// done); never fails 3 times (2 retried, 1 dead), once with 1 attempt
+	// (1 dead), 4 times with 4 (3 retried, 1 dead). nobody: not counted.
 	want := []tasks.TypeStats{
 		{Type: "add", Done: 2},
-		{Type: "flaky", Done: 2, Retried: 4, Dead: 1},
+		{Type: "flaky", Done: 2, Retried: 7, Dead: 3},
 	}
 	got := b.mux.Stats()
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("Stats = %+v, want %+v", got, want)
 	}
-	if f := got[1].Failed(); f != 5 {
-		t.Errorf("flaky Failed() = %d, want 5", f)
+	if f := got[1].Failed(); f != 10 {
+		t.Errorf("flaky Failed() = %d, want 10", f)
 	}
 
 	var rm metricdata.ResourceMetrics
@@ -101,7 +105,7 @@ func TestStatsByType(t *testing.T) {
 			Name: telemetry.MetricTaskAttempts, Description: "Task attempts run by this process, by task type and outcome.", Unit: "{attempt}",
 			Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true, DataPoints: []metricdata.DataPoint[int64]{
 				attempts("add", telemetry.TaskDone, 2), attempts("flaky", telemetry.TaskDone, 2),
-				attempts("flaky", telemetry.TaskRetried, 4), attempts("flaky", telemetry.TaskDead, 1),
+				attempts("flaky", telemetry.TaskRetried, 7), attempts("flaky", telemetry.TaskDead, 3),
 			}},
 		},
 		{

@@ -46,7 +46,7 @@ const (
 // The outcomes of a task attempt: the values of [AttrTaskOutcome].
 const (
 	TaskDone    = "done"    // the handler returned a result
-	TaskRetried = "retried" // it failed below the queue's MaxAttempts: retried later
+	TaskRetried = "retried" // it failed before its last attempt: retried later
 	TaskDead    = "dead"    // it failed at the last attempt: dead-lettered
 )
 
