@@ -82,9 +82,10 @@ bench-fleet: redis-server
 	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .
 	$${TMPDIR:-/tmp}/worksteal-bench $(ARGS)
 
-# The pace benchmark (about 10 minutes): automatic pace against fleet size
-# and traffic, recruiters in one process on a real redis-server; rewrites
-# its section of BENCHMARKS.md and bench/results/pace-*.svg.
+# The pace benchmark (about 13 minutes): automatic pace against fleet size
+# and traffic, and after a scale-in and a scale-out, recruiters in one
+# process on a real redis-server; rewrites its section of BENCHMARKS.md
+# and bench/results/pace-*.svg.
 .PHONY: bench-pace
 bench-pace: redis-server
 	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .

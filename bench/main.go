@@ -8,7 +8,7 @@
 //
 //	go run ./bench            # the full set, about 10 minutes
 //	go run ./bench -quick     # a short version for development, under a minute
-//	go run ./bench -pace      # automatic pace against fleet size and traffic (make bench-pace)
+//	go run ./bench -pace      # automatic pace against fleet size and traffic, and after a scale-in and a scale-out (make bench-pace)
 package main
 
 import (
@@ -38,7 +38,7 @@ func main() {
 	role := flag.String("role", "bench", "bench (the orchestrator), service or daemon (started by the orchestrator)")
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short runs for development (under a minute); the figures are not for publishing")
-	flag.BoolVar(&o.pace, "pace", false, "run the pace benchmark instead (about 10 minutes): automatic pace against fleet size and traffic; rewrites its own section of BENCHMARKS.md and bench/results/pace-*.svg")
+	flag.BoolVar(&o.pace, "pace", false, "run the pace benchmark instead (about 13 minutes): automatic pace against fleet size and traffic, and after a scale-in and a scale-out; rewrites its own section of BENCHMARKS.md and bench/results/pace-*.svg")
 	flag.IntVar(&o.port, "port", 0, "port of the throw-away redis-server (0: a free one)")
 	flag.StringVar(&o.markdown, "md", "BENCHMARKS.md", "file whose fleet section is rewritten (between <!-- fleet:begin --> and <!-- fleet:end -->); empty: print to stdout")
 	flag.StringVar(&o.resultDir, "results", "bench/results", "folder of the SVG plots")

@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/worksteal/worksteal/internal/pacefleet"
 )
 
 // The pace benchmark (`-pace`, `make bench-pace`): automatic pace against
-// fleet size and against traffic. Recruiters in this process stand for
-// processes (pacefleet), on the run's own redis-server.
+// fleet size, against traffic, and over time after a scale-in and a
+// scale-out. Recruiters in this process stand for processes (pacefleet),
+// on the run's own redis-server.
 
 const paceEvery = 500 * time.Millisecond
 
@@ -91,8 +94,12 @@ func runPaceBench(ctx context.Context, o options) error {
 		}
 		byTraffic = append(byTraffic, row)
 	}
+	resizes, err := paceResizes(ctx, e.addr, o.quick, settle)
+	if err != nil {
+		return err
+	}
 	machine := fmt.Sprintf("%s; load average (1 min) %s when the run began, %s when it ended", describeMachine(e.redisVersion), loadBefore, loadAverage())
-	section := paceMarkdown(o, machine, time.Since(began), settle, window, bySize, byTraffic)
+	section := paceMarkdown(o, machine, time.Since(began), settle, window, bySize, byTraffic, resizes)
 	return writeSection(o, paceMarks, section, map[string]chart{
 		"pace-fleet.svg":   paceChart("Automatic pace against fleet size (5 fast exits/s per process)", "processes (log)", bySize, func(r paceRow) float64 { return float64(r.Processes) }),
 		"pace-traffic.svg": paceChart("Automatic pace against traffic (100 processes)", "fast exits per Every, fleet-wide (log)", byTraffic, func(r paceRow) float64 { return r.PerEvery }),
@@ -118,7 +125,7 @@ func paceChart(title, xLabel string, rows []paceRow, x func(paceRow) float64) ch
 	return c
 }
 
-func paceMarkdown(o options, machine string, took, settle, window time.Duration, bySize, byTraffic []paceRow) string {
+func paceMarkdown(o options, machine string, took, settle, window time.Duration, bySize, byTraffic []paceRow, resizes []paceResize) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	cmd := "make bench-pace"
@@ -157,6 +164,7 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	p("")
 	p("![runs per Every and round trips per run against traffic](bench/results/pace-traffic.svg)")
 	p("")
+	paceResizeMarkdown(p, resizes)
 	p("")
 	p("### On paper: 10,000 processes")
 	p("")
@@ -173,4 +181,133 @@ func count(n int) string {
 		return fmt.Sprint(n)
 	}
 	return num(float64(n))
+}
+
+// paceBucket is the length of a bucket of the scale-in and scale-out runs.
+const paceBucket = 10 * paceEvery
+
+// paceResize is a fleet that changes size once: each run's last bucket
+// before the change and its consecutive buckets after it.
+type paceResize struct {
+	From, To int
+	Before   []pacefleet.Figures
+	After    [][]pacefleet.Figures // per run, per bucket
+}
+
+// paceResizes runs a scale-in (100 to 10 processes) and a scale-out (10
+// to 100) side by side, each on its own keys, runs times over.
+func paceResizes(ctx context.Context, addr string, quick bool, settle time.Duration) ([]paceResize, error) {
+	runs, buckets := 3, 8
+	if quick {
+		runs, buckets = 1, 4
+	}
+	rs := []paceResize{{From: 100, To: 10}, {From: 10, To: 100}}
+	for run := range runs {
+		errs := make([]error, len(rs))
+		before := make([]pacefleet.Figures, len(rs))
+		after := make([][]pacefleet.Figures, len(rs))
+		var wg sync.WaitGroup
+		for i, r := range rs {
+			wg.Go(func() {
+				prefix := fmt.Sprintf("pace-resize-%d-%d-%d", r.From, r.To, run)
+				before[i], after[i], errs[i] = paceResizeRun(ctx, addr, prefix, r.From, r.To, settle, buckets)
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+			return nil, err
+		}
+		for i := range rs {
+			rs[i].Before = append(rs[i].Before, before[i])
+			rs[i].After = append(rs[i].After, after[i])
+			for b, p := range after[i] {
+				n := int(paceBucket / paceEvery)
+				logf("pace: %d to %d processes, run %d, slots %d-%d after: %v", rs[i].From, rs[i].To, run+1, b*n, b*n+n, p)
+			}
+		}
+	}
+	return rs, nil
+}
+
+// paceResizeRun settles a fleet of from processes at its traffic, measures
+// one bucket, changes its size to to, and tracks buckets buckets at the
+// new size's traffic.
+func paceResizeRun(ctx context.Context, addr, prefix string, from, to int, settle time.Duration, buckets int) (before pacefleet.Figures, after []pacefleet.Figures, err error) {
+	f, err := pacefleet.Start(addr, prefix, from, 4, paceEvery)
+	if err != nil {
+		return before, nil, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err = errors.Join(err, f.Close(cctx))
+	}()
+	before = f.Measure(ctx, paceTraffic(from), settle, paceBucket)
+	if to < from {
+		err = f.Shrink(ctx, to)
+	} else {
+		err = f.Grow(to - from)
+	}
+	if err != nil {
+		return before, nil, err
+	}
+	return before, f.Track(ctx, paceTraffic(to), paceBucket, buckets), nil
+}
+
+// pooled sums figures of several runs: runs per Every and round trips per
+// run over them all, and the runs' least and greatest runs per Every.
+func pooled(ps []pacefleet.Figures) (sum pacefleet.Figures, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range ps {
+		sum.Slots += p.Slots
+		sum.Runs += p.Runs
+		sum.Trips += p.Trips
+		lo, hi = min(lo, p.Cadence()), max(hi, p.Cadence())
+	}
+	return sum, lo, hi
+}
+
+func paceResizeMarkdown(p func(string, ...any), rs []paceResize) {
+	if len(rs) == 0 {
+		return
+	}
+	runs := "One run"
+	if n := len(rs[0].Before); n > 1 {
+		runs = fmt.Sprintf("%d runs", n)
+	}
+	p("### After a scale-in and a scale-out")
+	p("")
+	p("A fleet settles as above at its traffic (five fast exits per second per live process, at least ten per Every in all), and its last %d Everys are measured; then it shrinks (the other recruiters shut down, and fast exits reach the survivors only) or grows (the new recruiters have their first fast exits first), its traffic becomes the new size's, and consecutive buckets of %d Everys are measured. %s of each, the two scenarios side by side; the figures are over all runs, with the runs' least and greatest runs per Every in brackets; round trips per Every are the fleet's visits and releases.", int(paceBucket/paceEvery), int(paceBucket/paceEvery), runs)
+	for _, r := range rs {
+		p("")
+		if r.To < r.From {
+			p("**Scale-in, %d to %d processes.** Theory: each survivor keeps its old mean gap, %d / %.1f = %.0f slots, until its next visit, so the %d survivors visit %.2f times a slot at first (%.0f %% of slots run) and the cadence should recover within about %.0f slots.", r.From, r.To, r.From, visits, float64(r.From)/visits, r.To, float64(r.To)/(float64(r.From)/visits), 100*(1-math.Exp(-float64(r.To)/(float64(r.From)/visits))), float64(r.From)/visits)
+		} else {
+			p("**Scale-out, %d to %d processes.** Theory: the %d new processes visit at once (one visit each, weighing one slot), then plan their gaps from a count that has not yet seen them, %d / %.1f = %.0f slots like the old ones, so the fleet visits about %.0f times a slot rather than %.1f until the count has grown (it folds a slot in eighths) and they have visited again: round trips per run should rise some tenfold, for a few old gaps.", r.From, r.To, r.To-r.From, r.From, visits, float64(r.From)/visits, float64(r.To)/(float64(r.From)/visits), visits)
+		}
+		p("")
+		p("| slots after the change | runs per Every | round trips per run | round trips per Every |")
+		p("|---|---|---|---|")
+		row := func(label string, ps []pacefleet.Figures) {
+			sum, lo, hi := pooled(ps)
+			spread := ""
+			if len(ps) > 1 {
+				spread = fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+			}
+			perRun := "—"
+			if sum.Runs > 0 {
+				perRun = fmt.Sprintf("%.2f", sum.TripsPerRun())
+			}
+			p("| %s | %.2f%s | %s | %.2f |", label, sum.Cadence(), spread, perRun, float64(sum.Trips)/sum.Slots)
+		}
+		row(fmt.Sprintf("before (%d processes)", r.From), r.Before)
+		for b := range r.After[0] {
+			var ps []pacefleet.Figures
+			for _, a := range r.After {
+				ps = append(ps, a[b])
+			}
+			row(fmt.Sprintf("%d–%d", b*int(paceBucket/paceEvery), (b+1)*int(paceBucket/paceEvery)), ps)
+		}
+	}
+	p("")
 }

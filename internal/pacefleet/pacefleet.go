@@ -1,7 +1,8 @@
 // Package pacefleet runs many recruiters in one process, each standing for
 // a process of a fleet, with one automatically paced job, and measures the
-// job's cadence and the fleet's round trips per run. The recruiter's test
-// of automatic pace and the pace benchmark (`make bench-pace`) share it.
+// job's cadence and the fleet's round trips per run, also over time after
+// the fleet changes size. The recruiter's test of automatic pace and the
+// pace benchmark (`make bench-pace`) share it.
 package pacefleet
 
 import (
@@ -22,13 +23,17 @@ import (
 )
 
 // Fleet is n recruiters sharing a few clients of one Redis and one job,
-// "tidy", paced automatically at Every.
+// "tidy", paced automatically at Every. Shrink and Grow change its size
+// between measurements, never during one.
 type Fleet struct {
-	recs     []*recruiter.Recruiter
+	recs     []*recruiter.Recruiter // the live ones
 	rdbs     []*redis.Client
 	every    time.Duration
+	prefix   string
+	job      recruiter.Job
+	added    int                  // recruiters ever started, which spreads them over the clients
 	trips    redistest.RoundTrips // every recruiter's round trips
-	fresh    atomic.Int64         // recruiters that have had their first enlistment
+	fresh    atomic.Int64         // the next recruiter to have its first enlistment (past the last: none)
 	enlisted atomic.Int64         // enlistments made
 
 	mu     sync.Mutex
@@ -40,33 +45,56 @@ type Fleet struct {
 // pressure gate is off: a fleet of one process's recruiters would read
 // its own load as every process's.
 func Start(addr, prefix string, n, clients int, every time.Duration) (*Fleet, error) {
-	f := &Fleet{every: every}
+	f := &Fleet{every: every, prefix: prefix}
 	for range clients {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
 		rdb.AddHook(&f.trips)
 		f.rdbs = append(f.rdbs, rdb)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	job := recruiter.Func("tidy", func(context.Context) (recruiter.Report, error) {
+	f.job = recruiter.Func("tidy", func(context.Context) (recruiter.Report, error) {
 		f.mu.Lock()
 		f.starts = append(f.starts, time.Now())
 		f.mu.Unlock()
 		return recruiter.Report{Items: 1}, nil
 	})
-	for i := range n {
-		rec, err := recruiter.New(f.rdbs[i%clients], recruiter.Config{Inline: true, Prefix: prefix, Logger: quiet, Pressure: -1})
-		if err == nil {
-			f.recs = append(f.recs, rec)
-			err = rec.Register(job, recruiter.JobConfig{Every: every})
-		}
-		if err != nil {
-			return nil, errors.Join(err, f.Close(context.Background()))
-		}
+	if err := f.Grow(n); err != nil {
+		return nil, errors.Join(err, f.Close(context.Background()))
 	}
 	return f, nil
 }
 
-// Close shuts every recruiter down and closes the clients.
+// Grow starts n more recruiters, processes that join the fleet (a
+// scale-out); the next enlistments go to them first, one each.
+func (f *Fleet) Grow(n int) error {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.fresh.Store(int64(len(f.recs)))
+	for range n {
+		rec, err := recruiter.New(f.rdbs[f.added%len(f.rdbs)], recruiter.Config{Inline: true, Prefix: f.prefix, Logger: quiet, Pressure: -1})
+		if err != nil {
+			return err
+		}
+		f.added++
+		f.recs = append(f.recs, rec)
+		if err := rec.Register(f.job, recruiter.JobConfig{Every: f.every}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shrink shuts down all but the first n recruiters, processes that leave
+// the fleet (a scale-in); enlistments then go to the others only.
+func (f *Fleet) Shrink(ctx context.Context, n int) error {
+	var errs []error
+	for _, rec := range f.recs[n:] {
+		errs = append(errs, rec.Shutdown(ctx))
+	}
+	f.recs = f.recs[:n]
+	return errors.Join(errs...)
+}
+
+// Close shuts the live recruiters down (Shrink did the others) and closes
+// the clients.
 func (f *Fleet) Close(ctx context.Context) error {
 	var errs []error
 	for _, rec := range f.recs {
@@ -114,7 +142,7 @@ type Figures struct {
 	Runs     int     // slices that began in the window
 	Trips    int64   // round trips in the window, fleet-wide
 	Enlisted int64   // enlistments in the window
-	Warmup   int64   // round trips before the window, as the fleet started and its pace settled
+	Warmup   int64   // round trips before the window: the fleet's start, its settling and any earlier windows
 	Locked   uint64  // visits in the window that found a slice running
 	Taken    uint64  // visits in the window that found the slot's run taken
 	Failed   uint64  // slices and visits in the window that failed (Redis errors, timeouts)
@@ -140,17 +168,39 @@ func (p Figures) String() string {
 		p.Runs, p.Slots, 100*p.Cadence(), p.Trips, p.TripsPerRun(), p.Warmup, float64(p.Enlisted)/p.Slots, p.Taken, p.Locked, p.Failed)
 }
 
-// Measure drives the fleet, perEvery enlistments per Every in all, until
-// each recruiter has had one and for settle more, so that its pace
-// settles, then for window, and counts the window's runs and round trips.
-// The window ends when its traffic does: a driver that fell behind on a
-// loaded machine catches up after window.
+// Measure settles the fleet (Settle), then drives it for window at the
+// same traffic and counts the window's runs and round trips.
 func (f *Fleet) Measure(ctx context.Context, perEvery float64, settle, window time.Duration) Figures {
+	f.Settle(ctx, perEvery, settle)
+	return f.window(ctx, perEvery, window)
+}
+
+// Settle drives the fleet, perEvery enlistments per Every in all, until
+// each recruiter has had one and for settle more, so that its pace
+// settles.
+func (f *Fleet) Settle(ctx context.Context, perEvery float64, settle time.Duration) {
 	f.drive(ctx, perEvery, time.Duration(float64(len(f.recs))/perEvery*float64(f.every))+settle)
+}
+
+// Track drives the fleet, perEvery enlistments per Every in all, for
+// buckets windows of bucket each, one after the other, and returns each
+// window's figures: the pace over time, as after a change of size.
+func (f *Fleet) Track(ctx context.Context, perEvery float64, bucket time.Duration, buckets int) []Figures {
+	var ps []Figures
+	for range buckets {
+		ps = append(ps, f.window(ctx, perEvery, bucket))
+	}
+	return ps
+}
+
+// window drives the fleet for d and counts the window's runs and round
+// trips. The window ends when its traffic does: a driver that fell behind
+// on a loaded machine catches up after d.
+func (f *Fleet) window(ctx context.Context, perEvery float64, d time.Duration) Figures {
 	began, trips, enlisted := time.Now(), f.trips.Load(), f.enlisted.Load()
 	p := Figures{Warmup: trips}
 	locked, taken, failed := f.outcomes()
-	f.drive(ctx, perEvery, window)
+	f.drive(ctx, perEvery, d)
 	ended := time.Now()
 	l, t, e := f.outcomes()
 	p.Locked, p.Taken, p.Failed = l-locked, t-taken, e-failed
