@@ -108,8 +108,8 @@ func (a *app) placeOrder(ctx context.Context, o order) (id string, err error) {
 // enqueueOrder gives o a fresh ref and enqueues its chain: one round trip.
 func (a *app) enqueueOrder(ctx context.Context, o order) (string, error) {
 	o.Ref = rand.Text()
-	return tasks.EnqueueChain(ctx, a.client,
-		tasks.Step{Type: reserveTask, Args: o}, tasks.Pipe(chargeTask), tasks.Pipe(confirmTask))
+	return tasks.EnqueueChain(ctx, a.client, []tasks.Step{
+		{Type: reserveTask, Args: o}, tasks.Pipe(chargeTask), tasks.Pipe(confirmTask)})
 }
 
 // orderProgress is where an order's chain is, on every stack.

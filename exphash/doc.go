@@ -7,7 +7,7 @@
 //	err = sessions.Set(ctx, "s3cr3t", []byte(`{"user":42}`), 30*time.Minute)
 //	v, err := sessions.Get(ctx, "s3cr3t") // ErrNotFound once expired
 //	evict, err := jobs.EvictExpired(sessions, jobs.EvictConfig{})
-//	err = rec.Register(evict, recruiter.JobConfig{Rate: 0.01, Every: 10 * time.Second})
+//	err = rec.Register(evict, recruiter.JobConfig{Every: 10 * time.Second})
 //
 // # Keys
 //

@@ -49,9 +49,9 @@ func ExampleDrain() {
 		job recruiter.Job
 		cfg recruiter.JobConfig
 	}{
-		{drain, recruiter.JobConfig{Rate: 0.05, Budget: 20 * time.Millisecond}},
-		{tidy, recruiter.JobConfig{Rate: 0.01, Every: time.Second}},
-		{promote, recruiter.JobConfig{Rate: 0.01, Every: time.Second}},
+		{drain, recruiter.JobConfig{Every: time.Second, Budget: 20 * time.Millisecond}}, // sooner while a backlog lasts
+		{tidy, recruiter.JobConfig{Every: 10 * time.Second}},
+		{promote, recruiter.JobConfig{Every: time.Second}},
 	} {
 		if err := rec.Register(r.job, r.cfg); err != nil {
 			log.Fatal(err)

@@ -7,7 +7,7 @@
 // job (recruited) or none (dismissed).
 //
 //	r, err := recruiter.New(rdb, recruiter.Config{})
-//	err = r.Register(recruiter.Func("reindex", reindex), recruiter.JobConfig{Rate: 0.01, Every: time.Minute})
+//	err = r.Register(recruiter.Func("reindex", reindex), recruiter.JobConfig{Every: time.Minute})
 //	// in a handler, after a fast exit:
 //	r.Enlist(ctx)
 //	// at exit:

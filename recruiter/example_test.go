@@ -20,11 +20,12 @@ func ExampleNew() {
 	}
 	defer rec.Shutdown(context.Background())
 
-	// One slice in a hundred fast exits: trim a log stream, 500 entries at most.
+	// About once a minute fleet-wide, sooner while a backlog lasts: trim a
+	// log stream, 500 entries a slice at most.
 	err = rec.Register(recruiter.Func("trim-audit-log", func(ctx context.Context) (recruiter.Report, error) {
 		n, err := rdb.XTrimMaxLenApprox(ctx, "audit", 100_000, 500).Result()
 		return recruiter.Report{Items: int(n), More: n == 500}, err
-	}), recruiter.JobConfig{Rate: 0.01, Budget: 20 * time.Millisecond})
+	}), recruiter.JobConfig{Every: time.Minute, Budget: 20 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,7 +37,8 @@ func ExampleNew() {
 }
 
 // Every makes a job run at most once per interval across the whole fleet,
-// however many servers enlist.
+// however many servers enlist. A fixed Rate, the share of enlistments
+// that pick the job, replaces the automatic pace: here one in twenty.
 func ExampleRecruiter_Register() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	rec, err := recruiter.New(rdb, recruiter.Config{})

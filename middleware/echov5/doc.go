@@ -5,7 +5,7 @@
 // on echo v5's *echo.Context.
 //
 //	rec, err := recruiter.New(rdb, recruiter.Config{})
-//	err = rec.Register(recruiter.Func("trim-audit-log", trim), recruiter.JobConfig{Rate: 0.01})
+//	err = rec.Register(recruiter.Func("trim-audit-log", trim), recruiter.JobConfig{Every: time.Minute})
 //	e := echo.New()
 //	e.Use(stealecho.Middleware(rec))
 //	e.GET("/items/:id", item) // calls recruiter.MarkFastExit on a cache hit

@@ -19,7 +19,7 @@ import (
 func ExampleMiddleware() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	rec, _ := recruiter.New(rdb, recruiter.Config{})
-	rec.Register(recruiter.Func("trim-audit-log", trimAuditLog(rdb)), recruiter.JobConfig{Rate: 0.01})
+	rec.Register(recruiter.Func("trim-audit-log", trimAuditLog(rdb)), recruiter.JobConfig{Every: time.Minute})
 	e := echo.New()
 	e.Use(stealecho.Middleware(rec))
 	e.GET("/items/:id", func(c *echo.Context) error {

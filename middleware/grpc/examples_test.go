@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -19,7 +20,7 @@ import (
 func ExampleUnaryServerInterceptor() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	rec, _ := recruiter.New(rdb, recruiter.Config{})
-	rec.Register(recruiter.Func("trim-audit-log", trimAuditLog(rdb)), recruiter.JobConfig{Rate: 0.01})
+	rec.Register(recruiter.Func("trim-audit-log", trimAuditLog(rdb)), recruiter.JobConfig{Every: time.Minute})
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(stealgrpc.UnaryServerInterceptor(rec)), grpc.ChainStreamInterceptor(stealgrpc.StreamServerInterceptor(rec)))
 	healthpb.RegisterHealthServer(srv, &cachedHealth{})
 	lis, _ := net.Listen("tcp", ":50051")
