@@ -118,7 +118,7 @@ func failover(t *testing.T, a *app, kill func() *redistest.Failover, sliceWithin
 	// A little more of both, on the new master.
 	acked, _ := a.counts()
 	testrig.Eventually(t, 30*time.Second, "200 more enqueues", func() bool { n, _ := a.counts(); return n >= acked+200 }, a.describe)
-	a.drained(t, 90*time.Second)
+	a.drained(t, 90*time.Second, f.KilledAt)
 	redelivered, lagged := a.check(t, f.KilledAt)
 	ackedEnd, handledEnd := a.counts()
 
