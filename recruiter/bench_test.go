@@ -47,24 +47,32 @@ func BenchmarkDraw(b *testing.B) {
 		})
 	}
 	// Worst case: every roll draws a job that is cooling off locally (it
-	// ran, and its Every has not passed), so every draw is gated.
-	b.Run("drawn-cooling-off", func(b *testing.B) {
-		rec, err := recruiter.New(rdb, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "bench-cool"}, fixedRoll(0), nil))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer rec.Shutdown(context.Background())
-		rec.Register(recruiter.Func("hourly", noop), recruiter.JobConfig{Rate: 1, Every: time.Hour})
-		rec.Enlist(context.Background()) // runs it, or meets its cooldown from an earlier round
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if rec.Draw().Recruited() {
-					b.Fatal("a job cooling off was recruited")
-				}
+	// ran, and its Every has not passed), so every draw is gated: at a
+	// fixed rate, and paced automatically (which counts its dismissed
+	// draws, and takes in their rate every 32).
+	cooling := func(name string, cfg recruiter.JobConfig) {
+		b.Run(name, func(b *testing.B) {
+			rec, err := recruiter.New(rdb, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "bench-" + name}, fixedRoll(0), nil))
+			if err != nil {
+				b.Fatal(err)
 			}
+			defer rec.Shutdown(context.Background())
+			if err := rec.Register(recruiter.Func("hourly", noop), cfg); err != nil {
+				b.Fatal(err)
+			}
+			rec.Enlist(context.Background()) // runs it, or meets its cooldown from an earlier round
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if rec.Draw().Recruited() {
+						b.Fatal("a job cooling off was recruited")
+					}
+				}
+			})
 		})
-	})
+	}
+	cooling("drawn-cooling-off", recruiter.JobConfig{Rate: 1, Every: time.Hour})
+	cooling("drawn-cooling-off-auto", recruiter.JobConfig{Every: time.Hour})
 	bench("dismissed", recruiter.Hooked(recruiter.Config{}, fixedRoll(0.99), nil), 0.01, 0.001)
 	bench("rate-1pct", recruiter.Config{}, 0.01)
 	bench("four-jobs", recruiter.Config{}, 0.01, 0.005, 0.002, 0.001)

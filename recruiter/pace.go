@@ -27,6 +27,19 @@ import (
 // Horvitz-Thompson estimator), smooths the sums over slots, and hands the
 // estimate back. So a process learns the fleet's size on the round trip it makes
 // anyway. A slot no one visited counts as zero, which shortens the gaps.
+//
+// A process learns a new size only at its next visit, so after a
+// scale-in the survivors would keep the old fleet's long gaps for about
+// one of them (400 slots from 1,000 processes). But a scale-in shows
+// locally when the traffic stays: each survivor's share of it jumps. So a
+// process counts its dismissed draws of the job in windows of rateWindow
+// and, when a window's rate is rateJump times its usual one or more,
+// takes the fleet to have shrunk by as much: it plans from that size,
+// drawing its next visit afresh without a Redis call, and for guessSlots
+// it plans from no more than it, since the count, smoothed over slots,
+// still remembers the old fleet. Its visits weigh the gaps it plans, so
+// the count stays sound. A burst of traffic on a fleet that did not
+// shrink costs more visits for guessSlots, once.
 
 // visitsPerSlot is what automatic pace aims for: the visits a slot gets,
 // fleet-wide. With independent visits a slot gets none with chance about
@@ -48,12 +61,28 @@ const (
 // gives it at most this share of its time, the slices and their gaps.
 const backlogTimeShare = 0.25
 
+// rateWindow is how many dismissed draws of an automatically paced job a
+// process counts before it compares their rate with its usual one: at 32,
+// chance alone gives three times the rate about once in ten million
+// windows. rateJump is the rise at which it takes the fleet to have
+// shrunk.
+const (
+	rateWindow = 32
+	rateJump   = 3
+)
+
 // pace is a process's plan for an automatically paced job.
 type pace struct {
 	gapMean  atomic.Int64 // ns: the mean gap between this process's visits, from the fleet's size
 	interval atomic.Int64 // ns: the mean gap as last planned, which a visit weighs
 	planned  atomic.Int64 // unix ns of the planned visit (at first: the job's registration)
 	late     atomic.Int64 // ns by which visits come after their plan, smoothed
+	floor    atomic.Int64 // unix ns before which the last visit said the job cannot run
+
+	windowStart atomic.Int64 // unix ns the window of draws began
+	rate        floatBox     // dismissed draws per ns, smoothed over windows; 0 until the first ends
+	traffic     floatBox     // the fleet's size times rate, as learnt before a jump in rate
+	guessUntil  atomic.Int64 // unix ns until which the size traffic and rate imply caps the learnt one
 }
 
 // weight is what a visit adds to the fleet's count: the slots between
@@ -79,7 +108,11 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	}
 	p.late.Store(max(late, 1))
 	if g.fleet > 0 {
-		p.gapMean.Store(int64(g.fleet / visitsPerSlot * float64(every)))
+		fleet := g.fleet
+		if guess := p.guess(now); guess > 0 {
+			fleet = min(fleet, guess) // the count still remembers a fleet that shrank
+		}
+		p.gapMean.Store(int64(fleet / visitsPerSlot * float64(every)))
 	}
 	mean := time.Duration(p.gapMean.Load())
 	if g.left > 0 && g.folds < paceYoung {
@@ -97,8 +130,72 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	if next.Before(until) {
 		next = until
 	}
+	p.floor.Store(until.UnixNano())
 	p.planned.Store(next.UnixNano())
 	return next
+}
+
+// windowEnded takes in a window of rateWindow dismissed draws, which
+// ended now at the n-th: a rate rateJump times the usual one or more
+// brings the next visit forward. One draw takes it in.
+func (e *entry) windowEnded(n uint64, now time.Time) {
+	if end := e.windowEnd.Load(); n < end || !e.windowEnd.CompareAndSwap(end, math.MaxUint64) {
+		return
+	}
+	p := &e.pace
+	rate := rateWindow / float64(max(now.UnixNano()-p.windowStart.Swap(now.UnixNano()), 1))
+	switch old := p.rate.Load(); {
+	case old == 0:
+		p.rate.Store(rate)
+	case rate >= rateJump*old:
+		// The fleet's traffic, as this process saw it before the jump
+		// (kept through the jumps of one guess), over its share now.
+		if learnt := float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot; now.UnixNano() >= p.guessUntil.Load() {
+			p.traffic.Store(learnt * old)
+		}
+		p.guessUntil.Store(now.Add(guessSlots * e.cfg.Every).UnixNano())
+		p.rate.Store(rate)
+		e.replan(now)
+	default:
+		p.rate.Store(old + (rate-old)/4)
+	}
+	e.windowEnd.Store(n + rateWindow)
+}
+
+// guessSlots is how long a fleet size guessed from a jump in traffic caps
+// what visits learn: the count forgets an old fleet by an eighth a slot,
+// so after 40 slots less than 1 % of it is left.
+const guessSlots = 40
+
+// guess is the fleet's size that this process's traffic implies, as long
+// as a jump in it is recent; 0 if none is.
+func (p *pace) guess(now time.Time) float64 {
+	if now.UnixNano() >= p.guessUntil.Load() || p.traffic.Load() <= 0 {
+		return 0
+	}
+	return max(p.traffic.Load()/p.rate.Load(), 1)
+}
+
+// replan plans this process's visits from the fleet's size that its
+// traffic implies, and draws its next visit afresh from now if that is
+// sooner than planned: only while the job cools off for a planned visit
+// (not paused, nor in a backlog, nor held off by the lock).
+func (e *entry) replan(now time.Time) {
+	p := &e.pace
+	planned, fleet := p.planned.Load(), p.guess(now)
+	if fleet == 0 || e.backlog.Load() || e.pausedUntil.Load() != 0 || e.coolUntil.Load() != planned {
+		return
+	}
+	mean := time.Duration(fleet / visitsPerSlot * float64(e.cfg.Every))
+	if mean >= time.Duration(p.interval.Load()) {
+		return
+	}
+	next := max(now.Add(time.Duration(rand.ExpFloat64()*float64(mean))).UnixNano(), p.floor.Load())
+	if next < planned && e.coolUntil.CompareAndSwap(planned, next) {
+		p.interval.Store(int64(mean))
+		p.gapMean.Store(int64(mean))
+		p.planned.Store(next)
+	}
 }
 
 // backlog plans the next slice of a job in a backlog streak, after its

@@ -69,3 +69,51 @@ func TestAutomaticPace(t *testing.T) {
 		})
 	}
 }
+
+// TestAutomaticPaceAfterScaleIn: 200 recruiters settle at five
+// enlistments per second each, then 190 shut down and the same traffic
+// reaches the 10 left, twenty times as much each. A survivor learns the
+// fleet's size only at its next visit, about 80 slots away, so without
+// more the cadence would fall to an eighth and recover over some 80 slots
+// (measured: 45 % in 20 slots after 100 to 10); the jump in each
+// survivor's traffic brings its visits forward, so the cadence holds.
+// Round trips per run are bounded too: the early visits must not swamp
+// Redis.
+func TestAutomaticPaceAfterScaleIn(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		every    = 500 * time.Millisecond
+		from, to = 200, 10
+		perEvery = from * 2.5 // 5/s each
+		buckets  = 3
+	)
+	f, err := pacefleet.Start(srv.Addr(), redistest.Prefix(t), from, 4, every)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := f.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	f.Settle(ctx, perEvery, 30*every)
+	if err := f.Shrink(ctx, to); err != nil {
+		t.Fatal(err)
+	}
+	var runs int
+	var slots float64
+	var trips int64
+	for i, p := range f.Track(ctx, perEvery, 10*every, buckets) {
+		t.Logf("%d recruiters left of %d, slots %d-%d after: %v", to, from, 10*i, 10*i+10, p)
+		runs, slots, trips = runs+p.Runs, slots+p.Slots, trips+p.Trips
+	}
+	if cadence := float64(runs) / slots; cadence < 0.6 {
+		t.Errorf("%d runs in the %.0f Everys after the scale-in (%.0f%%), want at least 60%%", runs, slots, 100*cadence)
+	}
+	if perRun := float64(trips) / float64(max(runs, 1)); perRun > 6 {
+		t.Errorf("%.2f round trips per run after the scale-in, want at most 6", perRun)
+	}
+}

@@ -157,7 +157,11 @@ func (r *Recruiter) Draw() Draw {
 		share := e.share.Load()
 		if sum += share; roll < sum {
 			if !r.open(e) {
-				e.stats.gatedAtDraw.Add(1) // one atomic: this is every request when a job cools off at rate 1
+				// One atomic add and a load: this is every request when a
+				// job cools off at rate 1.
+				if n := e.stats.gatedAtDraw.Add(1); n >= e.windowEnd.Load() {
+					e.windowEnded(n, r.now())
+				}
 				return Draw{}
 			}
 			e.stats.admitted.Add(1)

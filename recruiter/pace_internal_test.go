@@ -1,0 +1,121 @@
+package recruiter
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// pacedEntry is an automatically paced job (Every 1 s) whose process has
+// learnt a fleet of 100 (mean gap 40 s), draws it 2.5 times a second,
+// and cools off until a visit planned far off, as after a visit at t0.
+func pacedEntry(t *testing.T, t0 time.Time) *entry {
+	t.Helper()
+	cfg := JobConfig{Every: time.Second}.withDefaults()
+	if err := cfg.validate("tidy"); err != nil {
+		t.Fatal(err)
+	}
+	e := newEntry(Func("tidy", func(context.Context) (Report, error) { return Report{}, nil }), "tidy", cfg, "ws", t0)
+	if !e.lock.auto {
+		t.Fatal("not automatically paced")
+	}
+	g := grant{state: lockTaken, left: 500 * time.Millisecond, fleet: 100, folds: paceYoung}
+	for e.pace.plan(g, time.Second, t0, t0).Sub(t0) < 30*time.Second {
+		// a long gap, so that a replan has room to bring it forward
+	}
+	e.coolOff(time.Unix(0, e.pace.planned.Load()))
+	e.pace.rate.Store(2.5 / float64(time.Second))
+	e.pace.windowStart.Store(t0.UnixNano())
+	e.windowEnd.Store(rateWindow)
+	return e
+}
+
+// window ends a window of rateWindow draws at at.
+func window(e *entry, at time.Time) {
+	e.stats.gatedAtDraw.Add(rateWindow)
+	e.windowEnded(e.stats.gatedAtDraw.Load(), at)
+}
+
+func TestTrafficJumpBringsTheVisitForward(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	e := pacedEntry(t, t0)
+	planned := e.pace.planned.Load()
+	// 32 draws in 1.28 s: 25 a second, ten times the usual.
+	at := t0.Add(1280 * time.Millisecond)
+	window(e, at)
+	if g := e.pace.guess(at); g < 9 || g > 11 {
+		t.Fatalf("guessed fleet %.1f, want about 10 (100 over a tenfold jump)", g)
+	}
+	if got := time.Duration(e.pace.interval.Load()); got != 4*time.Second {
+		t.Errorf("mean gap %v after the jump, want 4s (10 processes, 2.5 visits a slot)", got)
+	}
+	if p := e.pace.planned.Load(); p >= planned || e.coolUntil.Load() != p {
+		t.Errorf("visit planned at %v (was %v), cooling off until %v: want it sooner, and the cool-off with it",
+			time.Unix(0, p).Sub(t0), time.Unix(0, planned).Sub(t0), time.Unix(0, e.coolUntil.Load()).Sub(t0))
+	}
+	// The next visit learns the count's 60, which still remembers the old
+	// fleet: the guess caps it.
+	g := grant{state: lockTaken, left: 500 * time.Millisecond, fleet: 60, folds: paceYoung}
+	next := at.Add(2 * time.Second)
+	e.pace.plan(g, time.Second, next, next)
+	if got := time.Duration(e.pace.interval.Load()); got != 4*time.Second {
+		t.Errorf("mean gap %v at a visit during the guess, want 4s", got)
+	}
+	// After guessSlots the count is trusted again.
+	later := at.Add(guessSlots*time.Second + time.Millisecond)
+	if g := e.pace.guess(later); g != 0 {
+		t.Errorf("guess %.1f after %d slots, want none", g, guessSlots)
+	}
+	e.pace.plan(g, time.Second, later, later)
+	if got := time.Duration(e.pace.interval.Load()); got != 24*time.Second {
+		t.Errorf("mean gap %v once the guess expired, want 24s (the count's 60)", got)
+	}
+}
+
+func TestTrafficJumpLeavesOtherHoldsAlone(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for name, hold := range map[string]func(e *entry){
+		"paused":     func(e *entry) { e.pausedUntil.Store(t0.Add(time.Hour).UnixNano()) },
+		"backlog":    func(e *entry) { e.backlog.Store(true) },
+		"lock held":  func(e *entry) { e.coolOff(t0.Add(time.Hour)) },
+		"steady":     func(e *entry) { e.pace.rate.Store(20 / float64(time.Second)) }, // 25 a second is no jump
+		"first seen": func(e *entry) { e.pace.rate.Store(0) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := pacedEntry(t, t0)
+			hold(e)
+			planned, cool := e.pace.planned.Load(), e.coolUntil.Load()
+			window(e, t0.Add(1280*time.Millisecond))
+			if e.pace.planned.Load() != planned || e.coolUntil.Load() != cool {
+				t.Errorf("the plan moved: %v to %v", time.Unix(0, planned).Sub(t0), time.Unix(0, e.pace.planned.Load()).Sub(t0))
+			}
+			if e.windowEnd.Load() != 2*rateWindow {
+				t.Errorf("next window ends at %d draws, want %d", e.windowEnd.Load(), 2*rateWindow)
+			}
+		})
+	}
+}
+
+// A fall in traffic is taken in a quarter at a time, and a second jump
+// within one guess is measured from the traffic before the first.
+func TestTrafficRateSmoothing(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	e := pacedEntry(t, t0)
+	usual := e.pace.rate.Load()
+	window(e, t0.Add(128*time.Second)) // a tenth of the usual rate
+	if got, want := e.pace.rate.Load(), usual-(usual-usual/10)/4; got < want*0.99 || got > want*1.01 {
+		t.Errorf("rate %v after a slow window, want %v", got, want)
+	}
+	// Three times the usual rate and more, then thirty times more: one
+	// guess, from the traffic before the first.
+	at := t0.Add(128 * time.Second)
+	e.pace.rate.Store(usual)
+	at = at.Add(4 * time.Second) // 8 a second
+	window(e, at)
+	first := e.pace.guess(at)
+	at = at.Add(128 * time.Millisecond) // 250 a second
+	window(e, at)
+	if g := e.pace.guess(at); first < 30 || first > 32 || g < 0.99 || g > 1.01 {
+		t.Errorf("guesses %.2f then %.2f, want 31 (100 × 2.5/s over 8/s), then 1 (over 250/s)", first, g)
+	}
+}
