@@ -82,6 +82,8 @@ type pace struct {
 	windowStart atomic.Int64 // unix ns the window of draws began
 	rate        floatBox     // dismissed draws per ns, smoothed over windows; 0 until the first ends
 	traffic     floatBox     // the fleet's size times rate, as learnt before a jump in rate
+	learnt      floatBox     // the fleet's size as learnt before the jump
+	jumped      atomic.Int64 // unix ns of the jump
 	guessUntil  atomic.Int64 // unix ns until which the size traffic and rate imply caps the learnt one
 }
 
@@ -109,8 +111,12 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	p.late.Store(max(late, 1))
 	if g.fleet > 0 {
 		fleet := g.fleet
-		if guess := p.guess(now); guess > 0 {
-			fleet = min(fleet, guess) // the count still remembers a fleet that shrank
+		switch guess := p.guess(now); {
+		case guess == 0:
+		case p.shrank(fleet, guess, every, now):
+			fleet = min(fleet, guess) // the count still remembers the old fleet
+		default:
+			p.guessUntil.Store(0) // the traffic rose; the fleet stayed
 		}
 		p.gapMean.Store(int64(fleet / visitsPerSlot * float64(every)))
 	}
@@ -152,6 +158,8 @@ func (e *entry) windowEnded(n uint64, now time.Time) {
 		// (kept through the jumps of one guess), over its share now.
 		if learnt := float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot; now.UnixNano() >= p.guessUntil.Load() {
 			p.traffic.Store(learnt * old)
+			p.learnt.Store(learnt)
+			p.jumped.Store(now.UnixNano())
 		}
 		p.guessUntil.Store(now.Add(guessSlots * e.cfg.Every).UnixNano())
 		p.rate.Store(rate)
@@ -174,6 +182,17 @@ func (p *pace) guess(now time.Time) float64 {
 		return 0
 	}
 	return max(p.traffic.Load()/p.rate.Load(), 1)
+}
+
+// shrank tells a fleet that shrank, as guessed, from one whose traffic
+// rose: the count, which folds a slot in eighths and an empty slot as
+// zero, forgets the old size as 7/8 to the power of the slots since the
+// jump, whereas a fleet that did not shrink keeps its count. A count well
+// above what a shrink leaves ends the guess.
+func (p *pace) shrank(fleet, guess float64, every time.Duration, now time.Time) bool {
+	slots := float64(now.UnixNano()-p.jumped.Load()) / float64(every)
+	left := guess + (p.learnt.Load()-guess)*math.Pow(1-1.0/8, max(slots-1, 0))
+	return fleet <= 1.5*left
 }
 
 // replan plans this process's visits from the fleet's size that its

@@ -119,3 +119,28 @@ func TestTrafficRateSmoothing(t *testing.T) {
 		t.Errorf("guesses %.2f then %.2f, want 31 (100 × 2.5/s over 8/s), then 1 (over 250/s)", first, g)
 	}
 }
+
+// A jump in traffic on a fleet that did not shrink: the count, which
+// would have forgotten most of the old size by now, still holds it, so
+// the visit ends the guess and plans from the count.
+func TestTrafficJumpOnAFleetThatStayed(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	e := pacedEntry(t, t0)
+	at := t0.Add(1280 * time.Millisecond)
+	window(e, at) // tenfold: the guess is 10
+	visit := func(fleet float64, after time.Duration) time.Duration {
+		now := at.Add(after)
+		e.pace.plan(grant{state: lockTaken, left: 500 * time.Millisecond, fleet: fleet, folds: paceYoung}, time.Second, now, now)
+		return time.Duration(e.pace.interval.Load())
+	}
+	// 10 slots on, a shrink leaves 10 + 90 × (7/8)^9 ≈ 38 of the count.
+	if got := visit(45, 10*time.Second); got != 4*time.Second {
+		t.Errorf("mean gap %v with the count at 45 10 slots after the jump, want 4s: a shrink, as guessed", got)
+	}
+	if got := visit(100, 10*time.Second); got != 40*time.Second {
+		t.Errorf("mean gap %v with the count still at 100 10 slots after the jump, want 40s: the guess ended", got)
+	}
+	if g := e.pace.guess(at.Add(10 * time.Second)); g != 0 {
+		t.Errorf("guess %.1f after the count disowned it, want none", g)
+	}
+}

@@ -2,6 +2,7 @@ package recruiter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -70,50 +71,76 @@ func TestAutomaticPace(t *testing.T) {
 	}
 }
 
-// TestAutomaticPaceAfterScaleIn: 200 recruiters settle at five
-// enlistments per second each, then 190 shut down and the same traffic
+// TestAutomaticPaceAfterATrafficJump: two fleets settle at five
+// enlistments per second each, then each process's traffic jumps.
+//
+// Scale-in: 200 recruiters, then 190 shut down and the same traffic
 // reaches the 10 left, twenty times as much each. A survivor learns the
 // fleet's size only at its next visit, about 80 slots away, so without
 // more the cadence would fall to an eighth and recover over some 80 slots
-// (measured: 45 % in 20 slots after 100 to 10); the jump in each
-// survivor's traffic brings its visits forward, so the cadence holds.
-// Round trips per run are bounded too: the early visits must not swamp
-// Redis.
-func TestAutomaticPaceAfterScaleIn(t *testing.T) {
+// (measured without the guess: 45 % in 20 slots after 100 to 10); the
+// jump in each survivor's traffic brings its visits forward, so the
+// cadence holds.
+//
+// Burst: 100 recruiters, then ten times the traffic, and no process
+// leaves. Each guesses a fleet of 10 and visits early, but its next
+// visits find a count that still holds the old size and end the guess:
+// round trips per run rise for a few slots, not for the guess's 40
+// (where the fleet would visit some 25 times a slot).
+func TestAutomaticPaceAfterATrafficJump(t *testing.T) {
 	srv := redistest.Start(t)
-	const (
-		every    = 500 * time.Millisecond
-		from, to = 200, 10
-		perEvery = from * 2.5 // 5/s each
-		buckets  = 3
-	)
-	f, err := pacefleet.Start(srv.Addr(), redistest.Prefix(t), from, 4, every)
-	if err != nil {
-		t.Fatal(err)
+	const every = 500 * time.Millisecond
+	cases := []struct {
+		name               string
+		from, to           int
+		before, after      float64 // enlistments per Every, fleet-wide
+		minCadence, maxRTs float64
+		figures            []pacefleet.Figures
+		err                error
+	}{
+		{name: "scale-in, 200 to 10 processes, traffic held", from: 200, to: 10, before: 500, after: 500, minCadence: 0.6, maxRTs: 6},
+		{name: "burst, 100 processes, traffic tenfold", from: 100, to: 100, before: 250, after: 2500, minCadence: 0.8, maxRTs: 15},
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := f.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	ctx := context.Background()
-	f.Settle(ctx, perEvery, 30*every)
-	if err := f.Shrink(ctx, to); err != nil {
-		t.Fatal(err)
+	var wg sync.WaitGroup
+	for i := range cases {
+		c := &cases[i]
+		wg.Go(func() {
+			f, err := pacefleet.Start(srv.Addr(), fmt.Sprintf("%s-%d", redistest.Prefix(t), i), c.from, 4, every)
+			if err != nil {
+				c.err = err
+				return
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c.err = errors.Join(c.err, f.Close(ctx))
+			}()
+			ctx := context.Background()
+			f.Settle(ctx, c.before, 30*every)
+			if c.err = f.Shrink(ctx, c.to); c.err == nil {
+				c.figures = f.Track(ctx, c.after, 10*every, 3)
+			}
+		})
 	}
-	var runs int
-	var slots float64
-	var trips int64
-	for i, p := range f.Track(ctx, perEvery, 10*every, buckets) {
-		t.Logf("%d recruiters left of %d, slots %d-%d after: %v", to, from, 10*i, 10*i+10, p)
-		runs, slots, trips = runs+p.Runs, slots+p.Slots, trips+p.Trips
-	}
-	if cadence := float64(runs) / slots; cadence < 0.6 {
-		t.Errorf("%d runs in the %.0f Everys after the scale-in (%.0f%%), want at least 60%%", runs, slots, 100*cadence)
-	}
-	if perRun := float64(trips) / float64(max(runs, 1)); perRun > 6 {
-		t.Errorf("%.2f round trips per run after the scale-in, want at most 6", perRun)
+	wg.Wait()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
+			var runs int
+			var slots float64
+			var trips int64
+			for i, p := range c.figures {
+				t.Logf("slots %d-%d after: %v", 10*i, 10*i+10, p)
+				runs, slots, trips = runs+p.Runs, slots+p.Slots, trips+p.Trips
+			}
+			if cadence := float64(runs) / slots; cadence < c.minCadence {
+				t.Errorf("%d runs in the %.0f Everys after the jump (%.0f%%), want at least %.0f%%", runs, slots, 100*cadence, 100*c.minCadence)
+			}
+			if perRun := float64(trips) / float64(max(runs, 1)); perRun > c.maxRTs {
+				t.Errorf("%.2f round trips per run after the jump, want at most %.0f", perRun, c.maxRTs)
+			}
+		})
 	}
 }
