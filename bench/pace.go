@@ -190,18 +190,20 @@ const paceBucket = 10 * paceEvery
 // before the change and its consecutive buckets after it.
 type paceResize struct {
 	From, To int
+	Held     bool // the traffic stays the old size's: the survivors take it all
 	Before   []pacefleet.Figures
 	After    [][]pacefleet.Figures // per run, per bucket
 }
 
-// paceResizes runs a scale-in (100 to 10 processes) and a scale-out (10
-// to 100) side by side, each on its own keys, runs times over.
+// paceResizes runs scale-ins (100 to 10 processes, the traffic falling
+// with the fleet or held; 1,000 to 10, held) and a scale-out (10 to 100)
+// side by side, each on its own keys, runs times over.
 func paceResizes(ctx context.Context, addr string, quick bool, settle time.Duration) ([]paceResize, error) {
 	runs, buckets := 3, 8
 	if quick {
 		runs, buckets = 1, 4
 	}
-	rs := []paceResize{{From: 100, To: 10}, {From: 10, To: 100}}
+	rs := []paceResize{{From: 100, To: 10}, {From: 100, To: 10, Held: true}, {From: 1000, To: 10, Held: true}, {From: 10, To: 100}}
 	for run := range runs {
 		errs := make([]error, len(rs))
 		before := make([]pacefleet.Figures, len(rs))
@@ -209,8 +211,8 @@ func paceResizes(ctx context.Context, addr string, quick bool, settle time.Durat
 		var wg sync.WaitGroup
 		for i, r := range rs {
 			wg.Go(func() {
-				prefix := fmt.Sprintf("pace-resize-%d-%d-%d", r.From, r.To, run)
-				before[i], after[i], errs[i] = paceResizeRun(ctx, addr, prefix, r.From, r.To, settle, buckets)
+				prefix := fmt.Sprintf("pace-resize-%d-%d-%v-%d", r.From, r.To, r.Held, run)
+				before[i], after[i], errs[i] = paceResizeRun(ctx, addr, prefix, r, settle, buckets)
 			})
 		}
 		wg.Wait()
@@ -222,17 +224,29 @@ func paceResizes(ctx context.Context, addr string, quick bool, settle time.Durat
 			rs[i].After = append(rs[i].After, after[i])
 			for b, p := range after[i] {
 				n := int(paceBucket / paceEvery)
-				logf("pace: %d to %d processes, run %d, slots %d-%d after: %v", rs[i].From, rs[i].To, run+1, b*n, b*n+n, p)
+				logf("pace: %s, run %d, slots %d-%d after: %v", rs[i].title(), run+1, b*n, b*n+n, p)
 			}
 		}
 	}
 	return rs, nil
 }
 
-// paceResizeRun settles a fleet of from processes at its traffic, measures
-// one bucket, changes its size to to, and tracks buckets buckets at the
-// new size's traffic.
-func paceResizeRun(ctx context.Context, addr, prefix string, from, to int, settle time.Duration, buckets int) (before pacefleet.Figures, after []pacefleet.Figures, err error) {
+// title names a resize.
+func (r paceResize) title() string {
+	switch {
+	case r.To > r.From:
+		return fmt.Sprintf("Scale-out, %d to %d processes", r.From, r.To)
+	case r.Held:
+		return fmt.Sprintf("Scale-in, %d to %d processes, traffic held", r.From, r.To)
+	}
+	return fmt.Sprintf("Scale-in, %d to %d processes, traffic falling with the fleet", r.From, r.To)
+}
+
+// paceResizeRun settles a fleet of r.From processes at its traffic,
+// measures one bucket, changes its size to r.To, and tracks buckets
+// buckets at the new size's traffic, or the old one's if r.Held.
+func paceResizeRun(ctx context.Context, addr, prefix string, r paceResize, settle time.Duration, buckets int) (before pacefleet.Figures, after []pacefleet.Figures, err error) {
+	from, to := r.From, r.To
 	f, err := pacefleet.Start(addr, prefix, from, 4, paceEvery)
 	if err != nil {
 		return before, nil, err
@@ -251,7 +265,11 @@ func paceResizeRun(ctx context.Context, addr, prefix string, from, to int, settl
 	if err != nil {
 		return before, nil, err
 	}
-	return before, f.Track(ctx, paceTraffic(to), paceBucket, buckets), nil
+	traffic := paceTraffic(to)
+	if r.Held {
+		traffic = paceTraffic(from)
+	}
+	return before, f.Track(ctx, traffic, paceBucket, buckets), nil
 }
 
 // pooled sums figures of several runs: runs per Every and round trips per
@@ -277,13 +295,17 @@ func paceResizeMarkdown(p func(string, ...any), rs []paceResize) {
 	}
 	p("### After a scale-in and a scale-out")
 	p("")
-	p("A fleet settles as above at its traffic (five fast exits per second per live process, at least ten per Every in all), and its last %d Everys are measured; then it shrinks (the other recruiters shut down, and fast exits reach the survivors only) or grows (the new recruiters have their first fast exits first), its traffic becomes the new size's, and consecutive buckets of %d Everys are measured. %s of each, the two scenarios side by side; the figures are over all runs, with the runs' least and greatest runs per Every in brackets; round trips per Every are the fleet's visits and releases.", int(paceBucket/paceEvery), int(paceBucket/paceEvery), runs)
+	p("A fleet settles as above at its traffic (five fast exits per second per live process, at least ten per Every in all), and its last %d Everys are measured; then it shrinks (the other recruiters shut down, and fast exits reach the survivors only) or grows (the new recruiters have their first fast exits first), its traffic becomes the new size's (or stays the old size's: *traffic held*, as when a load balancer spreads the same requests over fewer processes), and consecutive buckets of %d Everys are measured. %s of each, the scenarios side by side; the figures are over all runs, with the runs' least and greatest runs per Every in brackets; round trips per Every are the fleet's visits and releases.", int(paceBucket/paceEvery), int(paceBucket/paceEvery), runs)
 	for _, r := range rs {
 		p("")
-		if r.To < r.From {
-			p("**Scale-in, %d to %d processes.** Theory: each survivor keeps its old mean gap, %d / %.1f = %.0f slots, until its next visit, so the %d survivors visit %.2f times a slot at first (%.0f %% of slots run) and the cadence should recover within about %.0f slots.", r.From, r.To, r.From, visits, float64(r.From)/visits, r.To, float64(r.To)/(float64(r.From)/visits), 100*(1-math.Exp(-float64(r.To)/(float64(r.From)/visits))), float64(r.From)/visits)
-		} else {
-			p("**Scale-out, %d to %d processes.** Theory: the %d new processes visit at once (one visit each, weighing one slot), then plan their gaps from a count that has not yet seen them, %d / %.1f = %.0f slots like the old ones, so the fleet visits about %.0f times a slot rather than %.1f until the count has grown (it folds a slot in eighths) and they have visited again: round trips per run should rise some tenfold, for a few old gaps.", r.From, r.To, r.To-r.From, r.From, visits, float64(r.From)/visits, float64(r.To)/(float64(r.From)/visits), visits)
+		oldGap := float64(r.From) / visits
+		switch {
+		case r.To > r.From:
+			p("**%s.** Theory: the %d new processes visit at once (one visit each, weighing one slot), then plan their gaps from a count that has not yet seen them, %d / %.1f = %.0f slots like the old ones, so the fleet visits about %.0f times a slot rather than %.1f until the count has grown (it folds a slot in eighths) and they have visited again: round trips per run should rise some tenfold, for a few old gaps.", r.title(), r.To-r.From, r.From, visits, oldGap, float64(r.To)/oldGap, visits)
+		case r.Held:
+			p("**%s.** Each survivor's traffic jumps %d-fold: within a window of 32 draws it guesses the fleet shrank by as much and brings its next visit forward, so the cadence should hold from the first slots (without the guess: %.0f %% of slots at first, for about %.0f slots, as below).", r.title(), r.From/r.To, 100*(1-math.Exp(-float64(r.To)/oldGap)), oldGap)
+		default:
+			p("**%s.** Theory: each survivor's traffic is as before, so nothing tells it of the change before its next visit: it keeps its old mean gap, %d / %.1f = %.0f slots, so the %d survivors visit %.2f times a slot at first (%.0f %% of slots run) and the cadence should recover within about %.0f slots.", r.title(), r.From, visits, oldGap, r.To, float64(r.To)/oldGap, 100*(1-math.Exp(-float64(r.To)/oldGap)), oldGap)
 		}
 		p("")
 		p("| slots after the change | runs per Every | round trips per run | round trips per Every |")
