@@ -39,7 +39,8 @@ import (
 // it plans from no more than it, since the count, smoothed over slots,
 // still remembers the old fleet. Its visits weigh the gaps it plans, so
 // the count stays sound. A burst of traffic on a fleet that did not
-// shrink costs more visits for guessSlots, once.
+// shrink costs more visits for a few slots: a visit that finds the count
+// unmoved ends the guess.
 
 // visitsPerSlot is what automatic pace aims for: the visits a slot gets,
 // fleet-wide. With independent visits a slot gets none with chance about
@@ -145,18 +146,29 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 // ended now at the n-th: a rate rateJump times the usual one or more
 // brings the next visit forward. One draw takes it in.
 func (e *entry) windowEnded(n uint64, now time.Time) {
-	if end := e.windowEnd.Load(); n < end || !e.windowEnd.CompareAndSwap(end, math.MaxUint64) {
+	end := e.windowEnd.Load()
+	if n < end || !e.windowEnd.CompareAndSwap(end, math.MaxUint64) {
 		return
 	}
+	defer e.windowEnd.Store(n + rateWindow)
 	p := &e.pace
-	rate := rateWindow / float64(max(now.UnixNano()-p.windowStart.Swap(now.UnixNano()), 1))
+	elapsed := now.UnixNano() - p.windowStart.Swap(now.UnixNano())
+	rate := rateWindow / float64(elapsed)
+	learnt := float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot
 	switch old := p.rate.Load(); {
+	case end == rateWindow || elapsed <= 0:
+		// The first window began at registration, before any traffic:
+		// it sets no usual rate.
 	case old == 0:
 		p.rate.Store(rate)
-	case rate >= rateJump*old:
+	case rate < rateJump*old:
+		p.rate.Store(old + (rate-old)/4)
+	case learnt == 0:
+		p.rate.Store(rate) // no fleet's size learnt yet to guess from
+	default:
 		// The fleet's traffic, as this process saw it before the jump
 		// (kept through the jumps of one guess), over its share now.
-		if learnt := float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot; now.UnixNano() >= p.guessUntil.Load() {
+		if now.UnixNano() >= p.guessUntil.Load() {
 			p.traffic.Store(learnt * old)
 			p.learnt.Store(learnt)
 			p.jumped.Store(now.UnixNano())
@@ -164,10 +176,7 @@ func (e *entry) windowEnded(n uint64, now time.Time) {
 		p.guessUntil.Store(now.Add(guessSlots * e.cfg.Every).UnixNano())
 		p.rate.Store(rate)
 		e.replan(now)
-	default:
-		p.rate.Store(old + (rate-old)/4)
 	}
-	e.windowEnd.Store(n + rateWindow)
 }
 
 // guessSlots is how long a fleet size guessed from a jump in traffic caps
@@ -196,22 +205,26 @@ func (p *pace) shrank(fleet, guess float64, every time.Duration, now time.Time) 
 }
 
 // replan plans this process's visits from the fleet's size that its
-// traffic implies, and draws its next visit afresh from now if that is
-// sooner than planned: only while the job cools off for a planned visit
-// (not paused, nor in a backlog, nor held off by the lock).
+// traffic implies: its next visit is the sooner of the planned one and a
+// fresh draw from now. Only while the job cools off for a random visit:
+// not while a slice runs here (it plans anew), nor paused, nor in a
+// backlog, nor held off by the lock past the plan.
 func (e *entry) replan(now time.Time) {
 	p := &e.pace
 	planned, fleet := p.planned.Load(), p.guess(now)
-	if fleet == 0 || e.backlog.Load() || e.pausedUntil.Load() != 0 || e.coolUntil.Load() != planned {
+	if fleet == 0 || e.running.Load() || e.backlog.Load() || e.pausedUntil.Load() != 0 ||
+		p.floor.Load() >= planned || e.coolUntil.Load() != planned {
 		return
 	}
-	mean := time.Duration(fleet / visitsPerSlot * float64(e.cfg.Every))
-	if mean >= time.Duration(p.interval.Load()) {
+	mean, old := fleet/visitsPerSlot*float64(e.cfg.Every), float64(p.interval.Load())
+	if mean >= old {
 		return
 	}
-	next := max(now.Add(time.Duration(rand.ExpFloat64()*float64(mean))).UnixNano(), p.floor.Load())
-	if next < planned && e.coolUntil.CompareAndSwap(planned, next) {
-		p.interval.Store(int64(mean))
+	next := min(max(now.Add(time.Duration(rand.ExpFloat64()*mean)).UnixNano(), p.floor.Load()), planned)
+	if e.coolUntil.CompareAndSwap(planned, next) {
+		// Two plans at once, of means old and mean: the visit comes at
+		// the sooner, as often as both together, and weighs that.
+		p.interval.Store(int64(old * mean / (old + mean)))
 		p.gapMean.Store(int64(mean))
 		p.planned.Store(next)
 	}

@@ -2,6 +2,7 @@ package recruiter
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -26,7 +27,8 @@ func pacedEntry(t *testing.T, t0 time.Time) *entry {
 	e.coolOff(time.Unix(0, e.pace.planned.Load()))
 	e.pace.rate.Store(2.5 / float64(time.Second))
 	e.pace.windowStart.Store(t0.UnixNano())
-	e.windowEnd.Store(rateWindow)
+	e.stats.gatedAtDraw.Store(rateWindow) // the first window, from registration, is behind it
+	e.windowEnd.Store(2 * rateWindow)
 	return e
 }
 
@@ -46,11 +48,16 @@ func TestTrafficJumpBringsTheVisitForward(t *testing.T) {
 	if g := e.pace.guess(at); g < 9 || g > 11 {
 		t.Fatalf("guessed fleet %.1f, want about 10 (100 over a tenfold jump)", g)
 	}
-	if got := time.Duration(e.pace.interval.Load()); got != 4*time.Second {
+	if got := time.Duration(e.pace.gapMean.Load()); got != 4*time.Second {
 		t.Errorf("mean gap %v after the jump, want 4s (10 processes, 2.5 visits a slot)", got)
 	}
-	if p := e.pace.planned.Load(); p >= planned || e.coolUntil.Load() != p {
-		t.Errorf("visit planned at %v (was %v), cooling off until %v: want it sooner, and the cool-off with it",
+	// The next visit is the sooner of two plans, of means 40 s and 4 s:
+	// it weighs 40×4/44 s.
+	if got, want := time.Duration(e.pace.interval.Load()), 40*4*time.Second/44; got < want-time.Millisecond || got > want+time.Millisecond {
+		t.Errorf("the next visit weighs %v, want %v", got, want)
+	}
+	if p := e.pace.planned.Load(); p > planned || e.coolUntil.Load() != p {
+		t.Errorf("visit planned at %v (was %v), cooling off until %v: want it no later, and the cool-off with it",
 			time.Unix(0, p).Sub(t0), time.Unix(0, planned).Sub(t0), time.Unix(0, e.coolUntil.Load()).Sub(t0))
 	}
 	// The next visit learns the count's 60, which still remembers the old
@@ -77,20 +84,23 @@ func TestTrafficJumpLeavesOtherHoldsAlone(t *testing.T) {
 	for name, hold := range map[string]func(e *entry){
 		"paused":     func(e *entry) { e.pausedUntil.Store(t0.Add(time.Hour).UnixNano()) },
 		"backlog":    func(e *entry) { e.backlog.Store(true) },
-		"lock held":  func(e *entry) { e.coolOff(t0.Add(time.Hour)) },
+		"lock held":  func(e *entry) { e.pace.floor.Store(e.pace.planned.Load()) }, // the lock's wait, not a draw, set the plan
+		"cooling":    func(e *entry) { e.coolOff(t0.Add(time.Hour)) },              // for something else than the plan
+		"running":    func(e *entry) { e.running.Store(true) },
 		"steady":     func(e *entry) { e.pace.rate.Store(20 / float64(time.Second)) }, // 25 a second is no jump
 		"first seen": func(e *entry) { e.pace.rate.Store(0) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := pacedEntry(t, t0)
 			hold(e)
-			planned, cool := e.pace.planned.Load(), e.coolUntil.Load()
+			planned, cool, weight := e.pace.planned.Load(), e.coolUntil.Load(), e.pace.interval.Load()
 			window(e, t0.Add(1280*time.Millisecond))
-			if e.pace.planned.Load() != planned || e.coolUntil.Load() != cool {
-				t.Errorf("the plan moved: %v to %v", time.Unix(0, planned).Sub(t0), time.Unix(0, e.pace.planned.Load()).Sub(t0))
+			if e.pace.planned.Load() != planned || e.coolUntil.Load() != cool || e.pace.interval.Load() != weight {
+				t.Errorf("the plan moved: %v to %v, weighing %v then %v", time.Unix(0, planned).Sub(t0), time.Unix(0, e.pace.planned.Load()).Sub(t0),
+					time.Duration(weight), time.Duration(e.pace.interval.Load()))
 			}
-			if e.windowEnd.Load() != 2*rateWindow {
-				t.Errorf("next window ends at %d draws, want %d", e.windowEnd.Load(), 2*rateWindow)
+			if e.windowEnd.Load() != 3*rateWindow {
+				t.Errorf("next window ends at %d draws, want %d", e.windowEnd.Load(), 3*rateWindow)
 			}
 		})
 	}
@@ -142,5 +152,71 @@ func TestTrafficJumpOnAFleetThatStayed(t *testing.T) {
 	}
 	if g := e.pace.guess(at.Add(10 * time.Second)); g != 0 {
 		t.Errorf("guess %.1f after the count disowned it, want none", g)
+	}
+}
+
+// A process registered a minute before its traffic arrives: its first
+// window, from registration, sets no usual rate, so steady traffic after
+// it is no jump.
+func TestFirstWindowSetsNoUsualRate(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	e := newEntry(Func("tidy", func(context.Context) (Report, error) { return Report{}, nil }), "tidy",
+		JobConfig{Every: time.Second}.withDefaults(), "ws", t0)
+	first := t0.Add(time.Minute) // the traffic arrives; the first visit
+	e.pace.plan(grant{state: lockTaken, left: 500 * time.Millisecond, fleet: 100, folds: paceYoung}, time.Second, first, first)
+	e.coolOff(time.Unix(0, e.pace.planned.Load()))
+	at := first
+	for range 3 { // 2.5 draws a second
+		at = at.Add(12800 * time.Millisecond)
+		window(e, at)
+		if g := e.pace.guess(at); g != 0 {
+			t.Fatalf("steady traffic after a quiet start: guessed a fleet of %.1f", g)
+		}
+	}
+	if got, want := e.pace.rate.Load(), 2.5/float64(time.Second); got < want*0.99 || got > want*1.01 {
+		t.Errorf("usual rate %v, want %v (the second window's)", got, want)
+	}
+}
+
+// A jump before this process learnt any fleet size starts no guess, and
+// does not keep a later one from starting.
+func TestTrafficJumpBeforeAnyVisit(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	e := pacedEntry(t, t0)
+	e.pace.gapMean.Store(0)
+	at := t0.Add(1280 * time.Millisecond)
+	window(e, at)
+	if g := e.pace.guess(at); g != 0 {
+		t.Fatalf("guess %.1f with no fleet size learnt, want none", g)
+	}
+	e.pace.gapMean.Store(int64(40 * time.Second)) // a visit learnt 100
+	at = at.Add(128 * time.Millisecond)           // 250 a second: ten times 25
+	window(e, at)
+	if g := e.pace.guess(at); g < 9 || g > 11 {
+		t.Errorf("guess %.1f after the next jump, want about 10", g)
+	}
+}
+
+// The count sums the weights of visits: the first visit after a replan
+// must weigh its mean gap, whichever plan it keeps (Horvitz-Thompson).
+func TestReplanWeighsTheVisitItPlans(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	const trials = 20000
+	var weights, gaps float64
+	for range trials {
+		e := pacedEntry(t, t0)
+		m := 40 * time.Second
+		planned := t0.Add(time.Duration(rand.ExpFloat64() * float64(m))) // what is left of a gap without memory
+		e.pace.interval.Store(int64(m))
+		e.pace.planned.Store(planned.UnixNano())
+		e.pace.floor.Store(0)
+		e.coolOff(planned)
+		now := t0.Add(1280 * time.Millisecond)
+		window(e, now) // tenfold: a guess of 10, a mean of 4 s
+		weights += float64(e.pace.interval.Load())
+		gaps += float64(max(time.Unix(0, e.pace.planned.Load()).Sub(now), 0))
+	}
+	if r := weights / gaps; r < 0.95 || r > 1.05 {
+		t.Errorf("first visit after a replan: mean weight / mean gap = %.3f, want 1", r)
 	}
 }
