@@ -14,15 +14,14 @@ type entry struct {
 	cfg  JobConfig
 	lock jobLock
 
-	share       floatBox      // of the roll: Rate, or the automatic pace's share after reshare
-	coolUntil   atomic.Int64  // unix ns before which this process does not ask Redis; 0 if never
-	lastAttempt atomic.Int64  // unix ns of the last slice attempt, for the idle fallback
-	backlog     atomic.Bool   // the last slice here reported More: the idle fallback continues it
-	running     atomic.Bool   // a slice of this job is under way in this process
-	windowEnd   atomic.Uint64 // automatic pace: the dismissed draws at which a window of them ends (see pace); never for a fixed rate
-	_           [64]byte      // keep the fields every draw reads off the counters' lines
-	pausedUntil atomic.Int64  // unix ns until which the job is paused, as last learnt; 0 if not
-	pace        pace          // automatic pace: when this process visits the job's lock
+	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
+	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
+	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
+	backlog     atomic.Bool  // the last slice here reported More: the idle fallback continues it
+	running     atomic.Bool  // a slice of this job is under way in this process
+	_           [64]byte     // keep the fields every draw reads off the counters' lines
+	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
+	pace        pace         // automatic pace: when this process visits the job's lock
 	stats       jobStats
 
 	pressurePassed atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
@@ -39,9 +38,9 @@ func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time)
 	e.share.Store(cfg.Rate) // reshare gives automatic jobs theirs
 	e.pace.planned.Store(now.UnixNano())
 	e.pace.windowStart.Store(now.UnixNano())
-	e.windowEnd.Store(math.MaxUint64)
+	e.stats.windowEnd.Store(math.MaxUint64)
 	if e.lock.auto {
-		e.windowEnd.Store(rateWindow)
+		e.stats.windowEnd.Store(rateWindow)
 	}
 	e.lastAttempt.Store(now.UnixNano())
 	e.stats.durations.init()

@@ -146,11 +146,11 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 // ended now at the n-th: a rate rateJump times the usual one or more
 // brings the next visit forward. One draw takes it in.
 func (e *entry) windowEnded(n uint64, now time.Time) {
-	end := e.windowEnd.Load()
-	if n < end || !e.windowEnd.CompareAndSwap(end, math.MaxUint64) {
+	end := e.stats.windowEnd.Load()
+	if n < end || !e.stats.windowEnd.CompareAndSwap(end, math.MaxUint64) {
 		return
 	}
-	defer e.windowEnd.Store(n + rateWindow)
+	defer e.stats.windowEnd.Store(n + rateWindow)
 	p := &e.pace
 	elapsed := now.UnixNano() - p.windowStart.Swap(now.UnixNano())
 	rate := rateWindow / float64(elapsed)

@@ -28,7 +28,7 @@ func pacedEntry(t *testing.T, t0 time.Time) *entry {
 	e.pace.rate.Store(2.5 / float64(time.Second))
 	e.pace.windowStart.Store(t0.UnixNano())
 	e.stats.gatedAtDraw.Store(rateWindow) // the first window, from registration, is behind it
-	e.windowEnd.Store(2 * rateWindow)
+	e.stats.windowEnd.Store(2 * rateWindow)
 	return e
 }
 
@@ -99,8 +99,8 @@ func TestTrafficJumpLeavesOtherHoldsAlone(t *testing.T) {
 				t.Errorf("the plan moved: %v to %v, weighing %v then %v", time.Unix(0, planned).Sub(t0), time.Unix(0, e.pace.planned.Load()).Sub(t0),
 					time.Duration(weight), time.Duration(e.pace.interval.Load()))
 			}
-			if e.windowEnd.Load() != 3*rateWindow {
-				t.Errorf("next window ends at %d draws, want %d", e.windowEnd.Load(), 3*rateWindow)
+			if e.stats.windowEnd.Load() != 3*rateWindow {
+				t.Errorf("next window ends at %d draws, want %d", e.stats.windowEnd.Load(), 3*rateWindow)
 			}
 		})
 	}

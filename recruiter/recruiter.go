@@ -159,7 +159,7 @@ func (r *Recruiter) Draw() Draw {
 			if !r.open(e) {
 				// One atomic add and a load: this is every request when a
 				// job cools off at rate 1.
-				if n := e.stats.gatedAtDraw.Add(1); n >= e.windowEnd.Load() {
+				if n := e.stats.gatedAtDraw.Add(1); n >= e.stats.windowEnd.Load() {
 					e.windowEnded(n, r.now())
 				}
 				return Draw{}

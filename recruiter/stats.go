@@ -110,7 +110,8 @@ func (r *Recruiter) Stats() Stats {
 
 type jobStats struct {
 	gatedAtDraw atomic.Uint64 // the one counter of the draw's hot path, on a line of its own
-	_           [56]byte
+	windowEnd   atomic.Uint64 // automatic pace: gatedAtDraw at which a window of dismissed draws ends (see pace); never for a fixed rate
+	_           [48]byte
 
 	admitted   atomic.Uint64 // draws that passed the gates
 	gatedLater atomic.Uint64 // admitted, then gated when the slice was to start
