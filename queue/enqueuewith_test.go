@@ -121,12 +121,7 @@ func TestEnqueueWithMaxAttempts(t *testing.T) {
 	if got := nackUntilDead(five); got != 5 {
 		t.Fatalf("MaxAttempts 5 (queue 3) died at attempt %d", got)
 	}
-	if n, err := b.q.PurgeDead(ctx, 10); n != 2 || err != nil {
-		t.Fatalf("PurgeDead = %d, %v", n, err)
-	}
-	if n := itemFields(t, b.rdb, limits); n != 0 {
-		t.Fatalf("limits hold %d items after the purge, want 0", n)
-	}
+	purgeDead(t, b, limits, 2)
 	plain := mustEnqueue(t, b.q, "plain")[0]
 	if got := nackUntilDead(plain); got != 3 {
 		t.Fatalf("no MaxAttempts (queue 3) died at attempt %d", got)
@@ -202,12 +197,7 @@ func TestEnqueueWithMaxAttempts(t *testing.T) {
 	if n := itemFields(t, b.rdb, limits); n != 2 {
 		t.Fatalf("limits hold %d items, want 2 (the dead letters')", n)
 	}
-	if n, err := b.q.PurgeDead(ctx, 10); n != 2 || err != nil {
-		t.Fatalf("PurgeDead = %d, %v", n, err)
-	}
-	if n := itemFields(t, b.rdb, limits); n != 0 {
-		t.Fatalf("limits hold %d items after ack and purge, want 0", n)
-	}
+	purgeDead(t, b, limits, 2)
 }
 
 // A unique key returns the first item's id while it is pending, delayed or

@@ -110,12 +110,7 @@ func TestJoinMaxAttempts(t *testing.T) {
 	if n := itemFields(t, b.rdb, limits); n != 1 {
 		t.Fatalf("limits hold %d items, want 1 (the dead final item's)", n)
 	}
-	if n, err := b.q.PurgeDead(ctx, 10); n != 1 || err != nil {
-		t.Fatalf("PurgeDead = %d, %v", n, err)
-	}
-	if n := itemFields(t, b.rdb, limits); n != 0 {
-		t.Fatalf("limits hold %d items after the acks and the purge, want 0", n)
-	}
+	purgeDead(t, b, limits, 1)
 }
 
 // A join's Delay holds its children among the delayed items, due no

@@ -147,6 +147,18 @@ func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 
 // itemFields counts the fields of a queue hash that belong to items: all
 // but the field "" that keeps the hash in Redis's hashtable encoding.
+// purgeDead purges the dead letters, which must be n, and checks that
+// their attempt limits went with them from the hash limits.
+func purgeDead(t testing.TB, b *bundle, limits string, n int) {
+	t.Helper()
+	if got, err := b.q.PurgeDead(context.Background(), 10); got != n || err != nil {
+		t.Fatalf("PurgeDead = %d, %v; want %d", got, err, n)
+	}
+	if left := itemFields(t, b.rdb, limits); left != 0 {
+		t.Fatalf("limits hold %d items after the purge, want 0", left)
+	}
+}
+
 func itemFields(t testing.TB, rdb redis.UniversalClient, key string) int {
 	t.Helper()
 	ctx := context.Background()

@@ -38,10 +38,11 @@ func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time)
 	e.share.Store(cfg.Rate) // reshare gives automatic jobs theirs
 	e.pace.planned.Store(now.UnixNano())
 	e.pace.windowStart.Store(now.UnixNano())
-	e.stats.windowEnd.Store(math.MaxUint64)
+	end := uint64(math.MaxUint64) // a fixed rate counts no windows
 	if e.lock.auto {
-		e.stats.windowEnd.Store(rateWindow)
+		end = rateWindow
 	}
+	e.stats.windowEnd.Store(end)
 	e.lastAttempt.Store(now.UnixNano())
 	e.stats.durations.init()
 	return e

@@ -187,8 +187,8 @@ const guessSlots = 40
 // guess is the fleet's size that this process's traffic implies, as long
 // as a jump in it is recent; 0 if none is.
 func (p *pace) guess(now time.Time) float64 {
-	if now.UnixNano() >= p.guessUntil.Load() || p.traffic.Load() <= 0 {
-		return 0
+	if now.UnixNano() >= p.guessUntil.Load() {
+		return 0 // (a guess begins only from a learnt size and rate: traffic > 0)
 	}
 	return max(p.traffic.Load()/p.rate.Load(), 1)
 }
