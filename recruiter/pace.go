@@ -98,6 +98,12 @@ func (p *pace) weight(every time.Duration) float64 {
 	return min(max(float64(max(p.interval.Load(), p.late.Load()))/float64(every), 1), 1e9)
 }
 
+// fleet is the fleet's size this process last planned from; 0 until
+// learnt.
+func (p *pace) fleet(every time.Duration) float64 {
+	return float64(p.gapMean.Load()) / float64(every) * visitsPerSlot
+}
+
 // plan learns from an acquire the fleet's size and plans the next visit:
 // a random gap of mean (size / visitsPerSlot) slots, less the lateness
 // of past visits, at the start of a slot; never before until, when the

@@ -18,6 +18,15 @@ type Stats struct {
 	InFlight    int           // slices running now
 	Jobs        []JobStats    // in registration order
 	Recent      []Recruitment // the latest recruitments, newest first
+
+	// EvictionPolicy is the Redis server's maxmemory-policy as the
+	// recruiter last read it (at start-up, then every few minutes); ""
+	// until read, or if the server refused to say.
+	EvictionPolicy string
+	// EvictionRisk says, in a sentence, what that policy may evict of
+	// worksteal's keys, and what to set instead; "" when nothing is at
+	// risk (noeviction) or the policy is unknown.
+	EvictionRisk string
 }
 
 // JobStats counts one job's draws and their outcomes in this process.
@@ -35,12 +44,20 @@ type JobStats struct {
 	Rate      float64 // the job's share of enlistments now: its Rate, or what automatic pace set
 	Budget    time.Duration
 	Every     time.Duration
+	// Fleet is, under automatic pace, the number of processes visiting
+	// the job as this process last learnt it (from the count its visits
+	// to the job's lock carry); 0 until learnt, and for a fixed Rate.
+	Fleet float64
 	// PausedUntil is when the job's pause ends, as this process last
 	// learnt it (from its visits to the job's lock, or its own Pause);
 	// zero if not paused.
 	PausedUntil time.Time
 
-	Drawn           uint64
+	Drawn uint64
+	// Timed counts the slices that this process's pace timer started
+	// because no enlistment came in time (a quiet process): they have an
+	// outcome but no draw, so Ran may exceed Drawn.
+	Timed           uint64
 	Ran             uint64
 	SkippedLocked   uint64
 	SkippedCooldown uint64
@@ -114,6 +131,7 @@ type jobStats struct {
 	_           [48]byte
 
 	admitted   atomic.Uint64 // draws that passed the gates
+	timed      atomic.Uint64 // slices the pace timer started, without a draw
 	gatedLater atomic.Uint64 // admitted, then gated when the slice was to start
 
 	ran, skippedLocked, skippedCooldown, skippedPaused atomic.Uint64
@@ -156,6 +174,7 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 	js := JobStats{
 		Name: e.name, Automatic: e.lock.auto, Rate: e.share.Load(), Budget: e.cfg.Budget, Every: e.cfg.Every,
 		Drawn:           s.admitted.Load() + s.gatedAtDraw.Load(),
+		Timed:           s.timed.Load(),
 		Ran:             s.ran.Load(),
 		SkippedLocked:   s.skippedLocked.Load(),
 		SkippedCooldown: s.skippedCooldown.Load(),
@@ -169,6 +188,9 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 		Items:           s.items.Load(),
 	}
 	js.Pressured = s.pressured.Load()
+	if e.lock.auto {
+		js.Fleet = e.pace.fleet(e.cfg.Every)
+	}
 	if ns := e.pausedUntil.Load(); ns != 0 {
 		js.PausedUntil = time.Unix(0, ns)
 	}
