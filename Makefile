@@ -40,12 +40,17 @@ endef
 
 .PHONY: run test test-servers bench lint fuzz redis-server modules tidy mod-check api api-check
 
+# Binaries that run and bench-* build: in the checkout, so that two
+# checkouts (or two users) never overwrite each other's. Ignored by git.
+BIN         := $(CURDIR)/.bin
+
 # A built binary rather than go run: go run exits 1 on Ctrl-C even when
 # the example shuts down cleanly (golang/go#40467).
 # ARGS are the example's flags: make run ARGS='-traffic=false'.
 run:
-	$(GOMOD) -C example build -o $${TMPDIR:-/tmp}/worksteal-example .
-	exec $${TMPDIR:-/tmp}/worksteal-example $(ARGS)
+	@echo "building the example: the first build downloads and compiles its dependencies (a minute or two); later ones take seconds"
+	$(GOMOD) -C example build -o "$(BIN)/worksteal-example" .
+	exec "$(BIN)/worksteal-example" $(ARGS)
 
 test: redis-server
 	$(call each,$(GOMOD) test -race -count=1 ./...)
@@ -79,8 +84,9 @@ fuzz: redis-server
 # runs). ARGS='-quick': under a minute.
 .PHONY: bench-fleet
 bench-fleet: redis-server
-	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .
-	$${TMPDIR:-/tmp}/worksteal-bench $(ARGS)
+	@echo "building the benchmark: the first build downloads and compiles its dependencies (a minute or two); later ones take seconds"
+	$(GOMOD) -C bench build -o "$(BIN)/worksteal-bench" .
+	"$(BIN)/worksteal-bench" $(ARGS)
 
 # The pace benchmark (about 13 minutes): automatic pace against fleet size
 # and traffic, and after a scale-in and a scale-out, recruiters in one
@@ -88,8 +94,9 @@ bench-fleet: redis-server
 # and bench/results/pace-*.svg.
 .PHONY: bench-pace
 bench-pace: redis-server
-	$(GOMOD) -C bench build -o $${TMPDIR:-/tmp}/worksteal-bench .
-	$${TMPDIR:-/tmp}/worksteal-bench -pace $(ARGS)
+	@echo "building the benchmark: the first build downloads and compiles its dependencies (a minute or two); later ones take seconds"
+	$(GOMOD) -C bench build -o "$(BIN)/worksteal-bench" .
+	"$(BIN)/worksteal-bench" -pace $(ARGS)
 
 # go vet and staticcheck in every module; the browser tests (build tag
 # browser) are vetted too, without needing Chromium.
