@@ -113,8 +113,11 @@ func (d *Dashboard) readGauges() []gaugeValue {
 		}
 		answers[i] = make(chan gaugeValue, 1)
 		go func() {
-			defer d.pending[i].Store(false)
-			answers[i] <- readGauge(ctx, g.read)
+			v := readGauge(ctx, g.read) // recovers a panic: pending is always cleared
+			// Cleared before the answer is sent: the next sample, which may
+			// start as soon as this one has the answer, must find the gauge free.
+			d.pending[i].Store(false)
+			answers[i] <- v
 		}()
 	}
 	values := make([]gaugeValue, len(d.cfg.gauges))
