@@ -333,3 +333,26 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// A gauge that answered is free for the next sample at once: the sampler
+// must not see its read as still pending (a gap), however soon the next
+// sample follows.
+func TestDashboardGaugeAnsweredIsReadAgain(t *testing.T) {
+	t.Parallel()
+	d := manual(t, &fakeSource{}, dashboard.WithWindow(time.Hour),
+		dashboard.WithGauge("one", func(context.Context) (float64, error) { return 1, nil }))
+	const samples = 1000
+	for i := range samples {
+		d.SampleAt(t0.Add(time.Duration(i) * time.Second))
+	}
+	doc := getJSON(t, d)
+	gaps := 0
+	for _, s := range doc.Samples {
+		if s.Gauges["one"] == nil {
+			gaps++
+		}
+	}
+	if len(doc.Samples) != samples || gaps != 0 {
+		t.Errorf("%d samples with %d gaps; want %d without a gap", len(doc.Samples), gaps, samples)
+	}
+}
