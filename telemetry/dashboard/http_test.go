@@ -19,9 +19,11 @@ import (
 const traceA = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 // busySource is a source with two jobs and recent recruitments of every
-// kind, one of whose errors holds markup: tidy-stale has a fixed rate and
-// a pause that ended a minute before now; drain is paced automatically and
-// paused for 90 s after now.
+// kind, one of whose errors holds markup: tidy-stale has a fixed rate, a
+// pause that ended a minute before now, and draws held back because the
+// process was busy; drain is paced automatically over a fleet of about 12
+// processes, paused for 90 s after now, and its pace timer started 3 of
+// its slices.
 func busySource(now time.Time) *fakeSource {
 	last := now.Add(-3 * time.Second)
 	return &fakeSource{stats: recruiter.Stats{
@@ -29,13 +31,13 @@ func busySource(now time.Time) *fakeSource {
 		Jobs: []recruiter.JobStats{{
 			Name: "tidy-stale", Rate: 0.05, Budget: 50 * time.Millisecond, Every: 10 * time.Second,
 			PausedUntil: now.Add(-time.Minute),
-			Drawn:       1234, Ran: 321, SkippedLocked: 7, SkippedCooldown: 800, SkippedPaused: 3, SkippedGate: 90,
+			Drawn:       1234, Ran: 321, SkippedLocked: 7, SkippedCooldown: 800, SkippedPaused: 3, SkippedGate: 90, Pressured: 12,
 			Errors: 4, Timeouts: 2, Panics: 1, Slices: 328, Items: 98765,
 			LastRun: last, SliceP50: 1500 * time.Microsecond, SliceP99: 42 * time.Millisecond, SliceMax: 48 * time.Millisecond,
 		}, {
-			Name: "drain", Automatic: true, Rate: 0.5, Budget: 200 * time.Millisecond, Every: time.Minute,
+			Name: "drain", Automatic: true, Fleet: 11.6, Rate: 0.5, Budget: 200 * time.Millisecond, Every: time.Minute,
 			PausedUntil: now.Add(90 * time.Second),
-			Drawn:       17, Ran: 17, Slices: 17, Items: 170,
+			Drawn:       17, Timed: 3, Ran: 20, Slices: 20, Items: 170,
 		}},
 		Recent: []recruiter.Recruitment{
 			{End: last, Job: "tidy-stale", Outcome: recruiter.OutcomeRan, Items: 25, More: true, Duration: 12 * time.Millisecond, TraceID: traceA},
@@ -87,8 +89,11 @@ func TestDashboardJSONDocument(t *testing.T) {
 		j.SliceP50MS != 1.5 || j.SliceP99MS != 42 || j.SliceMaxMS != 48 {
 		t.Errorf("job 0 = %+v", j)
 	}
-	if j.Skipped != (dashboard.DocumentSkipped{Total: 900, Locked: 7, Cooldown: 800, Paused: 3, Gate: 90}) {
-		t.Errorf("skipped = %+v", j.Skipped)
+	if j.Skipped != (dashboard.DocumentSkipped{Total: 900, Elsewhere: 810, Locked: 7, Cooldown: 800, Paused: 3, Gate: 90, Pressured: 12}) || j.Timed != 0 || j.Fleet != 0 {
+		t.Errorf("skipped = %+v, timed %d, fleet %v; want 810 held elsewhere, 90 here of which 12 busy, no timer, no fleet", j.Skipped, j.Timed, j.Fleet)
+	}
+	if d := doc.Jobs[1]; d.Timed != 3 || d.Ran != 20 || d.Drawn != 17 || d.Fleet != 11.6 {
+		t.Errorf("drain: timed %d, ran %d, drawn %d, fleet %v; want 3, 20, 17, 11.6", d.Timed, d.Ran, d.Drawn, d.Fleet)
 	}
 	if j.LastRun == nil || !j.LastRun.Equal(src.stats.Jobs[0].LastRun.Truncate(0)) {
 		t.Errorf("last run %v, want %v", j.LastRun, src.stats.Jobs[0].LastRun)
@@ -124,7 +129,8 @@ func TestDashboardJSONDocument(t *testing.T) {
 	raw := get(t, d, http.MethodGet, "/?format=json").Body.String()
 	for _, key := range []string{`"breaker_open": false`, `"in_flight": 2`, `"every_ms": 10000`, `"slice_p99_ms": 42`,
 		`"items_per_second": {`, `"skipped": {`, `"last_run": null`, `"trace_url": "http://jaeger:16686/trace/` + traceA,
-		`"automatic": true`, `"automatic": false`, `"paused": 3`, `"rate": {`, `"outcome": "skipped_paused"`} {
+		`"automatic": true`, `"automatic": false`, `"paused": 3`, `"rate": {`, `"outcome": "skipped_paused"`,
+		`"elsewhere": 810`, `"pressured": 12`, `"timed": 3`, `"fleet": 11.6`, `"eviction_policy": ""`, `"eviction_risk": ""`} {
 		if !strings.Contains(raw, key) {
 			t.Errorf("the JSON lacks %s:\n%s", key, raw)
 		}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"math"
 	"time"
 
 	"github.com/worksteal/worksteal/recruiter"
@@ -28,6 +29,14 @@ type Document struct {
 	// Tasks holds the counts of each task type of the [WithTasks]
 	// sources, in their order, each sorted by type; empty without one.
 	Tasks []DocumentTask `json:"tasks"`
+	// EvictionPolicy is the Redis server's maxmemory-policy as the
+	// recruiter last read it; "" until read, or if the server refused.
+	EvictionPolicy string `json:"eviction_policy"`
+	// EvictionRisk says, in a sentence, what that policy may evict of
+	// worksteal's keys and what to set instead; "" when nothing is at
+	// risk (noeviction) or the policy is unknown. The page shows it in a
+	// banner.
+	EvictionRisk string `json:"eviction_risk"`
 }
 
 // DocumentJob is one job's counters since its recruiter started; see
@@ -38,12 +47,17 @@ type DocumentJob struct {
 	// for an Automatic job, what the recruiter's pace set last.
 	Rate      float64 `json:"rate"`
 	Automatic bool    `json:"automatic"` // paced by the recruiter: Every without Rate
+	// Fleet is, for an Automatic job, the number of processes visiting
+	// it as this process last learnt it: the pace aims at about one run
+	// per Every across them all. 0 until learnt, and for a fixed Rate.
+	Fleet float64 `json:"fleet"`
 	// PausedUntil is when the job's fleet-wide pause ends, as the
 	// recruiter last learnt it; absent unless the job is paused at Now.
 	PausedUntil time.Time       `json:"paused_until,omitzero"`
 	EveryMS     float64         `json:"every_ms"` // 0: no Every
 	BudgetMS    float64         `json:"budget_ms"`
 	Drawn       uint64          `json:"drawn"`
+	Timed       uint64          `json:"timed"` // slices the pace timer started without a draw: outcomes may outnumber Drawn
 	Ran         uint64          `json:"ran"`
 	Skipped     DocumentSkipped `json:"skipped"`
 	Errors      uint64          `json:"errors"`
@@ -61,13 +75,19 @@ type DocumentJob struct {
 	LastRun        *time.Time `json:"last_run"` // end of the last slice; null if none
 }
 
-// DocumentSkipped splits a job's skipped draws by cause.
+// DocumentSkipped splits a job's skipped draws by cause. A job with Every
+// runs about once per Every across the fleet, so most draws of it skip,
+// by design. Elsewhere counts those that Redis answered for the fleet
+// (Locked, Cooldown, Paused); Gate those this process held back before
+// any Redis call, most often because it already knew the job was held.
 type DocumentSkipped struct {
-	Total    uint64 `json:"total"`
-	Locked   uint64 `json:"locked"`   // another process held the job's lock
-	Cooldown uint64 `json:"cooldown"` // the job ran within its Every
-	Paused   uint64 `json:"paused"`   // an operator paused the job, fleet-wide
-	Gate     uint64 `json:"gate"`     // stopped in this process before Redis
+	Total     uint64 `json:"total"`
+	Elsewhere uint64 `json:"elsewhere"` // Locked + Cooldown + Paused: held by the fleet
+	Locked    uint64 `json:"locked"`    // another process held the job's lock
+	Cooldown  uint64 `json:"cooldown"`  // the job ran within its Every, fleet-wide
+	Paused    uint64 `json:"paused"`    // an operator paused the job, fleet-wide
+	Gate      uint64 `json:"gate"`      // held back in this process before Redis, most often for a cool-off it knew
+	Pressured uint64 `json:"pressured"` // of Gate: held back because this process was busy
 }
 
 // DocumentSample is one sample of the chart.
@@ -118,6 +138,8 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		SampleEveryMS:  ms(d.cfg.every),
 		WindowMS:       ms(d.cfg.window),
 		SamplesSkipped: skipped,
+		EvictionPolicy: stats.EvictionPolicy,
+		EvictionRisk:   stats.EvictionRisk,
 		Jobs:           make([]DocumentJob, 0, len(stats.Jobs)),
 		Gauges:         make([]string, 0, len(d.cfg.gauges)),
 		Samples:        make([]DocumentSample, 0, len(samples)),
@@ -149,11 +171,12 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 	}
 	for _, js := range stats.Jobs {
 		dj := DocumentJob{
-			Name: js.Name, Rate: js.Rate, Automatic: js.Automatic, EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
-			Drawn: js.Drawn, Ran: js.Ran,
+			Name: js.Name, Rate: js.Rate, Automatic: js.Automatic, Fleet: finiteOrZero(js.Fleet), EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
+			Drawn: js.Drawn, Timed: js.Timed, Ran: js.Ran,
 			Skipped: DocumentSkipped{
-				Total: js.Skipped(), Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Paused: js.SkippedPaused,
-				Gate: js.SkippedGate,
+				Total: js.Skipped(), Elsewhere: js.SkippedLocked + js.SkippedCooldown + js.SkippedPaused,
+				Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Paused: js.SkippedPaused,
+				Gate: js.SkippedGate, Pressured: js.Pressured,
 			},
 			Errors: js.Errors, Timeouts: js.Timeouts, Panics: js.Panics, Hung: js.Hung, Slices: js.Slices, Items: js.Items,
 			SliceP50MS: ms(js.SliceP50), SliceP99MS: ms(js.SliceP99), SliceMaxMS: ms(js.SliceMax),
@@ -179,6 +202,15 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		})
 	}
 	return doc, nil
+}
+
+// finiteOrZero keeps a source's estimate out of the JSON when it cannot
+// be encoded (NaN, ±Inf) or makes no sense (negative).
+func finiteOrZero(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0
+	}
+	return v
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
