@@ -14,12 +14,11 @@
 //	defer d.Close()
 //
 // Its page holds a table of the jobs (rate, Every, budget, draws and their
-// outcomes, items stolen, slice p50/p99, last run; automatic pace as
-// "auto" with a sparkline of the job's share, a pause as a pill), an SVG
-// chart of the items stolen per second by job and one of each gauge, and
-// the latest recruitments with their trace ids; with [WithTasks], a table
-// of the task types of a tasks.Mux, with their attempts done, retried,
-// dead and running in this process. The chart is drawn on the
+// outcomes, items stolen, slice p50/p99, last run; a pause as a pill), an
+// SVG chart of the items stolen per second by job and one of each gauge,
+// and the latest recruitments with their trace ids; with [WithTasks], a
+// table of the task types of a tasks.Mux, with their attempts done,
+// retried, dead and running in this process. The chart is drawn on the
 // server; the page has no external asset and no CDN, and its one inline
 // script (allowed by hash in its Content-Security-Policy) refetches it
 // every 2 s and swaps its content; without JavaScript it is a static
@@ -29,6 +28,36 @@
 // With ?format=json, or Accept: application/json (without text/html), it
 // serves a [Document] instead: a stable document for scripts, with
 // durations in milliseconds and times in RFC 3339.
+//
+// # Reading the jobs table
+//
+// The page says what its numbers mean where they stand, in a legend under
+// the table and in the titles of its headers and cells:
+//
+//   - Skipped draws are split where they were held. A job with Every runs
+//     about once per Every across the whole fleet, so most draws of it
+//     skip: that is the pace, not a fault. Held elsewhere: Redis answered
+//     that the fleet holds the job (another process held its lock, it
+//     ran within its Every, or it is paused). Held back here: this
+//     process did not ask Redis, most often because it already knew the
+//     job was held (it ran here, or Redis said until when), else a slice
+//     of it was running here, no slot was free, the breaker was open; "n
+//     busy" counts those held back because the process was busy
+//     ([recruiter.Config].Pressure).
+//   - An automatic job shows its pace, about one run per Every
+//     fleet-wide, and the fleet's size as this process learnt it
+//     ("learning" until it has); its share of enlistments, which the pace
+//     sets, is a sparkline and a title. A fixed Rate shows as a share.
+//   - "+n by the timer", beside the draws, counts the slices this
+//     process's pace timer started because no request enlisted in time:
+//     they have no draw, so Ran may exceed Drawn.
+//   - When the Redis server's maxmemory-policy may evict worksteal's keys
+//     ([recruiter.Stats].EvictionRisk), a banner at the top of the page
+//     says so and what to set. The policy itself is named discreetly
+//     under the title once the recruiter has read it.
+//
+// The [Document] carries the same facts: skipped.elsewhere and
+// skipped.pressured, timed, fleet, eviction_policy and eviction_risk.
 //
 // # Sampling
 //

@@ -123,21 +123,28 @@ type pageView struct {
 	Tasks       []taskView
 	CSS         template.CSS
 	JS          template.JS
+	// EvictionPolicy is the Redis server's maxmemory-policy; EvictionRisk,
+	// when set, what it may evict of worksteal's keys: a banner.
+	EvictionPolicy, EvictionRisk string
+	AnyAutomatic, AnyTimed       bool // the legend explains pace and the timer only where they show
 }
 
 type jobView struct {
-	Name, Color                       string
-	Rate, Every, Budget               string
-	Automatic                         bool
-	Spark                             string // automatic jobs: an SVG path of their rate over the window
-	Paused                            bool
-	PausedLeft, PausedUntil           string
-	Drawn, Ran, Skipped, SkippedSplit string
-	Errors, Timeouts, Panics, Hung    string
-	Failed                            bool // errors, timeouts, panics or hung slices: the row is flagged
-	RowClass                          string
-	Items, PerSecond, P50, P99, Max   string
-	LastRun, LastRunTitle             string
+	Name, Color                     string
+	Rate, RateTitle, Every, Budget  string
+	Automatic                       bool
+	Fleet                           string // automatic jobs: the fleet the pace spans, or that it is being learnt
+	Spark                           string // automatic jobs: an SVG path of their rate over the window
+	Paused                          bool
+	PausedLeft, PausedUntil         string
+	Drawn, Timed, DrawnTitle, Ran   string
+	Elsewhere, ElsewhereTitle       string // skipped: held by the fleet in Redis (locked, cooldown, paused)
+	Here, Busy, HereTitle           string // skipped: held back in this process (Busy: of them, pressured)
+	Errors, Timeouts, Panics, Hung  string
+	Failed                          bool // errors, timeouts, panics or hung slices: the row is flagged
+	RowClass                        string
+	Items, PerSecond, P50, P99, Max string
+	LastRun, LastRunTitle           string
 }
 
 type recentView struct {
@@ -157,6 +164,7 @@ func (d *Dashboard) view(doc Document) pageView {
 	v := pageView{
 		Title: doc.Title, Updated: now.Local().Format("15:04:05 MST"),
 		BreakerOpen: doc.BreakerOpen, InFlight: doc.InFlight, Hanging: doc.Hanging,
+		EvictionPolicy: doc.EvictionPolicy, EvictionRisk: doc.EvictionRisk,
 		CSS: template.CSS(dashboardCSS), JS: template.JS(dashboardJS),
 		ShowTasks: len(d.cfg.tasks) > 0, Tasks: taskViews(doc.Tasks),
 	}
@@ -169,22 +177,23 @@ func (d *Dashboard) view(doc Document) pageView {
 		color := jobColors[i%len(jobColors)]
 		jv := jobView{
 			Name: j.Name, Color: color,
-			Rate: fmtShare(j.Rate), Automatic: j.Automatic, Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
-			Drawn: fmtCount(j.Drawn), Ran: fmtCount(j.Ran), Skipped: fmtCount(j.Skipped.Total),
-			SkippedSplit: "locked " + fmtCount(j.Skipped.Locked) + " · cooldown " + fmtCount(j.Skipped.Cooldown) +
-				" · paused " + fmtCount(j.Skipped.Paused) + " · gate " + fmtCount(j.Skipped.Gate),
+			Automatic: j.Automatic, Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
+			Ran:    fmtCount(j.Ran),
 			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics), Hung: fmtCount(j.Hung),
 			Failed: j.Errors+j.Timeouts+j.Panics+j.Hung > 0,
 			Items:  fmtCount(j.Items), PerSecond: "–",
 			P50: fmtMS(j.SliceP50MS), P99: fmtMS(j.SliceP99MS), Max: fmtMS(j.SliceMaxMS),
 			LastRun: "never",
 		}
+		explainRate(&jv, j)
+		explainDraws(&jv, j)
+		v.AnyAutomatic = v.AnyAutomatic || j.Automatic
+		v.AnyTimed = v.AnyTimed || j.Timed > 0
 		if j.ItemsPerSecond != nil {
 			jv.PerSecond = fmtRate(*j.ItemsPerSecond)
 		}
 		if j.Automatic {
 			// A fixed rate is a flat line: only automatic pace has a history worth drawing.
-			jv.Rate = "auto · " + jv.Rate
 			shares := make([]float64, len(doc.Samples))
 			for k, smp := range doc.Samples {
 				shares[k] = nan

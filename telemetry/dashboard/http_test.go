@@ -206,7 +206,9 @@ func TestDashboardHTML(t *testing.T) {
 	tidy := row("tidy-stale")
 	for _, cell := range []string{
 		`"num rate">5%<`, `"num every">10s<`, `"num budget">50ms<`, `"num drawn">1,234<`, `"num ran">321<`,
-		`title="locked 7 · cooldown 800 · paused 3 · gate 90">900<`, `<tr data-job="tidy-stale" class="failing">`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
+		`"num skipped elsewhere" title="Redis answered that the fleet holds the job: locked 7 (another process held the job&#39;s lock) · cooldown 800 (the fleet ran it within its Every) · paused 3 (paused fleet-wide)">810<`,
+		`"num skipped here" title="held back in this process before any Redis call: `, `(12 of them: the process was busy`,
+		`>90<span class="aside busy">12 busy</span></td>`, `<tr data-job="tidy-stale" class="failing">`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
 		`"num items strong">98,765<`, `"num p50">1.5ms<`, `"num p99" title="max 48ms">42ms<`, `>3s ago<`,
 	} {
 		if !strings.Contains(tidy, cell) {
@@ -221,7 +223,10 @@ func TestDashboardHTML(t *testing.T) {
 	for _, cell := range []string{`"num items strong">240<`, `"num per-second">40<`, `"num errors">0<`, `>never<`, `"num every">1m<`,
 		`<tr data-job="drain" class="paused">`, `class="pill warn paused"`, `>paused · 1m30s left<`,
 		`title="paused fleet-wide until ` + t0.Add(93*time.Second).Local().Format(time.RFC3339) + `"`,
-		`"num rate auto"`, `>auto · 50%<svg class="spark c1"`} {
+		`"num rate auto"`, `>auto · ≈1 run / 1m<svg class="spark c1"`, `<span class="aside fleet">fleet-wide · ≈12 processes</span></td>`,
+		`This process learnt a fleet of ≈12 processes`, `(50% now)`,
+		`"num drawn" title="3 more slices were started by this process&#39;s pace timer`, `>17<span class="aside timed">&#43;3 by the timer</span></td>`,
+		`"num ran">20<`} {
 		if !strings.Contains(drain, cell) {
 			t.Errorf("the drain row lacks %s:\n%s", cell, drain)
 		}
