@@ -37,7 +37,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			wantReport(t, mustSlice(t, job, 5*time.Second), recruiter.Report{Items: 30}, "tidy")
 			wantStats(t, q, queue.Depth{Pending: 30})
 		}},
-		{"drain-promote", func(t *testing.T, name string) {
+		{"drain-retries", func(t *testing.T, name string) {
 			// The default lease: a drain starts an item only while the
 			// lease, less a margin for the settle, outlasts it, which
 			// fast's 20ms lease did not after a slow claim.
@@ -51,18 +51,36 @@ func TestEveryJobOnCluster(t *testing.T) {
 				return echo(c)(ctx, it)
 			}
 			drain := mustDrain(t, q, failOnce, jobs.DrainConfig{Batching: jobs.Batching{Batch: 16}})
-			wantReport(t, mustSlice(t, drain, 5*time.Second), recruiter.Report{Items: 40}, "drain")
-			promote, err := jobs.PromoteDue(q, jobs.PromoteConfig{})
+			// The drain's claims promote the retries when due, in this
+			// slice's later batches or the next slice's.
+			settled := 0
+			testrig.Eventually(t, 5*time.Second, "40 items and 4 retries settled", func() bool {
+				settled += mustSlice(t, drain, 5*time.Second).Items
+				return settled >= 44 && mustStats(t, q) == queue.Depth{}
+			})
+			if settled != 44 {
+				t.Fatalf("drain settled %d, want 40 items and 4 retries", settled)
+			}
+			wantResults(t, q, c, "item-", ids)
+		}},
+		{"promote", func(t *testing.T, name string) {
+			q := newQueue(t, cc, name, queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+			enqueue(t, q, "x", 12)
+			items := mustClaim(t, q, 12, 12)
+			nacks := make([]queue.Settlement, len(items))
+			for i, it := range items {
+				nacks[i] = queue.Settlement{Item: it, Err: context.Canceled}
+			}
+			if st, err := q.Settle(testContext(t), nacks...); st.Retried != 12 || err != nil {
+				t.Fatalf("Settle = %+v, %v; want 12 retried", st, err)
+			}
+			untilRedisTime(t, cc, redisNow(t, cc).Add(2*time.Millisecond))
+			promote, err := jobs.PromoteDue(q, jobs.PromoteConfig{Batching: jobs.Batching{Batch: 5}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			testrig.Eventually(t, 5*time.Second, "retries promoted", func() bool {
-				mustSlice(t, promote, time.Second)
-				return mustStats(t, q).Pending == 4
-			})
-			wantReport(t, mustSlice(t, drain, 5*time.Second), recruiter.Report{Items: 4}, "drain the retries")
-			wantResults(t, q, c, "item-", ids)
-			wantStats(t, q, queue.Depth{})
+			wantReport(t, mustSlice(t, promote, 5*time.Second), recruiter.Report{Items: 12}, "promote")
+			wantStats(t, q, queue.Depth{Pending: 12})
 		}},
 		{"drain-release", func(t *testing.T, name string) {
 			q := newQueue(t, cc, name, queue.Config{})

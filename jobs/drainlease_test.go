@@ -49,7 +49,10 @@ func TestDrainLeaseCoversTheFinish(t *testing.T) {
 // context ends, until rounds of them are judged (at most 3×rounds).
 func drainLeaseRounds(t *testing.T, lease time.Duration, maxAttempts, rounds int) {
 	const batch = 10
-	b := setup(t, queue.Config{Lease: lease, MaxAttempts: maxAttempts})
+	// Retries wait an hour: every claim promotes the retries that are due,
+	// and a round's nacked item, due in the next round, would come back
+	// among that round's items (and out of its count of delayed ones).
+	b := setup(t, queue.Config{Lease: lease, MaxAttempts: maxAttempts, BackoffBase: time.Hour, BackoffMax: time.Hour})
 	cfg := b.q.Config()
 	// The checker claims with a long lease, so that its own claims cannot
 	// expire before it acks them.

@@ -67,8 +67,10 @@ func TestDrainThroughRecruiter(t *testing.T) {
 	}
 }
 
-// A crashed worker's claims come back through TidyStale and are drained:
-// the two jobs share one recruiter, half the rolls each.
+// A crashed worker's claims come back and are drained: the drain's own
+// claims hand them back, or TidyStale does, whichever comes first after
+// they expire; the two jobs share one recruiter, half the rolls each, and
+// neither gets in the other's way.
 func TestTidyAndDrainThroughRecruiter(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
@@ -102,7 +104,8 @@ func TestTidyAndDrainThroughRecruiter(t *testing.T) {
 	// twice, and that no slice errs or panics.
 	st := rec.Stats()
 	d, tj := st.Jobs[0], st.Jobs[1]
-	if d.Items != 300 || tj.Name != "tidy.jobs" || tj.Items != 100 || d.Errors+d.Panics+tj.Errors+tj.Panics != 0 {
-		t.Fatalf("recruiter stats %+v; want 300 items drained, 100 leases tidied, no slice failed", st.Jobs)
+	if d.Items != 300 || tj.Name != "tidy.jobs" || tj.Items > 100 || d.Errors+d.Panics+tj.Errors+tj.Panics != 0 {
+		t.Fatalf("recruiter stats %+v; want 300 items drained, at most 100 leases tidied, no slice failed", st.Jobs)
 	}
+	t.Logf("of the 100 expired leases, TidyStale handed back %d, the drain's claims the others", tj.Items)
 }

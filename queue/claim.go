@@ -11,9 +11,10 @@ import (
 )
 
 var (
+	// Claim maintains the queue first: Tidy's and Promote's steps.
 	//go:embed claim.lua
 	claimSource string
-	claimScript = redis.NewScript(claimSource)
+	claimScript = redis.NewScript(expiredSource + maintainSource + claimSource)
 
 	//go:embed extend.lua
 	extendSource string
@@ -65,32 +66,73 @@ func checkItem(it Item) error {
 // it called Claim, says it does. It returns fewer items, or none, when
 // fewer are pending.
 //
+// Claim maintains the queue first, in the same step, so that whoever
+// claims a queue keeps it moving: it moves up to n delayed items that are
+// due (retries, delayed enqueues) to the tail of the queue, as
+// [Queue.Promote] does, and hands back up to n expired leases (crashed or
+// stuck workers), to the tail of the queue or, at their last attempt, to
+// the dead letters, as [Queue.Tidy] does; what they bring back can be
+// claimed by this same call. [Queue.ClaimDetailed] says how much they
+// brought back and whether more may be waiting.
+//
 // Malformed entries met on the way do not fail the claim: an id without a
 // stored value is dead-lettered with that cause, and an id that is also
 // leased, delayed or dead (a duplicate) is dropped from pending, since the
 // item lives on elsewhere. One Claim looks at 2n entries at most.
 func (q *Queue) Claim(ctx context.Context, n int) ([]Item, error) {
+	c, err := q.ClaimDetailed(ctx, n)
+	return c.Items, err
+}
+
+// Claimed is what one [Queue.ClaimDetailed] did.
+type Claimed struct {
+	// Items are the items leased, in queue order; empty, not nil, when
+	// none was pending.
+	Items []Item
+	// Promoted counts the delayed items that were due and went back to
+	// the queue, before the claim.
+	Promoted int
+	// Recovered counts the expired leases handed back, before the claim:
+	// to the queue, or to the dead letters at their last attempt.
+	Recovered int
+	// More says that Promoted or Recovered reached the claim's n, the
+	// bound of each: more may be due or expired, for the next claim.
+	More bool
+}
+
+// ClaimDetailed is [Queue.Claim], which it does in the same one script
+// call, and reports the maintenance done before the claim too: a worker
+// that claims in a loop claims again soon while More is true, even if
+// this call's Items were few.
+func (q *Queue) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 	if err := checkCount("Claim n", n); err != nil {
-		return nil, err
+		return Claimed{}, err
 	}
-	reply, err := claimScript.Run(ctx, q.rdb, q.k.claimKeys, n, q.cfg.Lease.Milliseconds(), encodingPin).Slice()
+	reply, err := claimScript.Run(ctx, q.rdb, q.k.claimKeys, n, q.cfg.Lease.Milliseconds(), encodingPin, q.cfg.MaxAttempts).Slice()
 	if err != nil {
-		return nil, q.wrap("claim", err)
+		return Claimed{}, q.wrap("claim", err)
 	}
-	if len(reply) == 1 {
-		return []Item{}, nil // nothing pending
+	if len(reply) < 3 {
+		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
 	}
-	own, _ := reply[2].([]any)
-	if len(reply)%3 != 0 || len(own)%2 != 0 {
-		return nil, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits", errUnexpectedScript, len(reply), len(own)))
+	promoted, _ := reply[1].(int64)
+	recovered, _ := reply[2].(int64)
+	c := Claimed{Items: []Item{}, Promoted: int(promoted), Recovered: int(recovered)}
+	c.More = c.Promoted >= n || c.Recovered >= n
+	if len(reply) == 3 {
+		return c, nil // nothing pending
+	}
+	own, _ := reply[4].([]any)
+	if len(reply)%3 != 2 || len(own)%2 != 0 {
+		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits", errUnexpectedScript, len(reply), len(own)))
 	}
 	ms, _ := reply[0].(int64)
 	deadline := time.UnixMilli(ms)
 	// A token is the attempt and the claim's "-number": the script sends
 	// the number once rather than a token per item.
-	suffix, _ := reply[1].(string)
+	suffix, _ := reply[3].(string)
 	items := make([]Item, 0, len(reply)/3-1)
-	for i := 3; i < len(reply); i += 3 {
+	for i := 5; i < len(reply); i += 3 {
 		id, _ := reply[i].(string)
 		payload, _ := reply[i+1].(string)
 		attempt, _ := reply[i+2].(int64)
@@ -109,7 +151,8 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]Item, error) {
 			items[at-1].MaxAttempts = int(limit)
 		}
 	}
-	return items, nil
+	c.Items = items
+	return c, nil
 }
 
 // Extend moves the lease of a claimed item to Redis time + d, for work

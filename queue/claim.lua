@@ -1,21 +1,34 @@
--- Claim: lease up to n items from the head (right end) of pending.
+-- Claim: bring back what is due and what expired, then lease up to n
+-- items from the head (right end) of pending.
 -- KEYS[1]: pending (list)    KEYS[2]: leases (zset)    KEYS[3]: values (hash)
 -- KEYS[4]: attempts (hash)   KEYS[5]: seq (counter)    KEYS[6]: delayed (zset)
--- KEYS[7]: dead (zset)       KEYS[8]: causes (hash)
--- KEYS[9]: limits (hash)
+-- KEYS[7]: dead (zset)       KEYS[8]: causes (hash)    KEYS[9]: limits (hash)
+-- KEYS[10]: ready (hash)     KEYS[11]: results (hash)  KEYS[12]: expiring (list)
 -- ARGV[1]: n, at most BatchMax   ARGV[2]: lease length in ms
 -- ARGV[3]: the encoding pin (see encodingPin in queue.go): the member of
 -- leases scored +inf, the field "" of attempts
--- Returns {deadline ms, "-number" of this claim, limits, then id, payload,
--- attempt per item}: limits lists the items with a limit of their own
--- (EnqueueOptions.MaxAttempts) as pairs of their index (1 for the first)
--- and the limit, and is empty when none has one. An item's token is its attempt followed by that "-number";
--- its attempts field holds the token while it is leased, and only the
--- count otherwise.
+-- ARGV[4]: max attempts, for expired leases without a limit of their own
+-- Returns {deadline ms, promoted, recovered, "-number" of this claim,
+-- limits, then id, payload, attempt per item}, or its first three alone
+-- when nothing is pending: promoted and recovered count what the
+-- maintenance brought back (below); limits lists the items with a limit
+-- of their own (EnqueueOptions.MaxAttempts) as pairs of their index (1
+-- for the first) and the limit, and is empty when none has one. An item's
+-- token is its attempt followed by that "-number"; its attempts field
+-- holds the token while it is leased, and only the count otherwise.
 -- The deadline is TIME rounded up to the ms, plus the lease: rounded
 -- down, a lease could start up to 1ms before the script runs, and end
 -- before a client that counts it from when it sent the claim expects.
--- (Tidy takes a lease once TIME reaches its deadline.)
+-- (A lease is taken back once TIME reaches its deadline.)
+-- Maintenance comes first, so that whoever claims a queue keeps it
+-- moving, and what it brings back can be claimed by this same call: up to
+-- n delayed items that are due are promoted (Promote's rules), up to n
+-- expired leases are handed back or dead-lettered at their last attempt
+-- (Tidy's), and up to n expired results dropped (Tidy's too): see
+-- maintain.lua and expired.lua, which Go prepends. Bounded by n, a claim's
+-- work grows with what its caller asked for, and it never brings back
+-- more than one claim can take. With nothing due or expired it costs one
+-- ZRANGEBYSCORE on leases, one on delayed if it exists, and one LINDEX.
 -- Malformed entries do not stop it: an id already leased, delayed, dead or
 -- met earlier in this call is a duplicate and is dropped (so is the empty
 -- id, which names the pin); one without a value is dead-lettered. Their
@@ -29,16 +42,28 @@ local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local deadline = t[1] * 1000 + math.ceil(t[2] / 1000) + tonumber(ARGV[2])
+local nowText = tostring(now)
+
+local promoted = 0
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  promoted = promoteDue(KEYS[6], KEYS[1], KEYS[10], nowText, n)
+end
+dropExpired(KEYS[11], KEYS[12], now, n)
+local recovered = handBackExpired({
+  leases = KEYS[2], attempts = KEYS[4], pending = KEYS[1], dead = KEYS[7],
+  causes = KEYS[8], ready = KEYS[10], limits = KEYS[9],
+}, nowText, n, tonumber(ARGV[4]))
+
 if redis.call('LLEN', KEYS[1]) == 0 then
-  return {deadline} -- an empty poll writes nothing
+  return {deadline, promoted, recovered} -- nothing to claim: no claim number either
 end
 -- One claim number for the whole call: a token only has to differ from
 -- the item's earlier claims. INCR fails on a malformed counter before any
 -- other write.
 local suffix = string.format('-%d', redis.call('INCR', KEYS[5]))
-local deadlineText, nowText = tostring(deadline), tostring(now)
+local deadlineText = tostring(deadline)
 local own, nown = {}, 0
-local out, nout = {deadline, suffix, own}, 3
+local out, nout = {deadline, promoted, recovered, suffix, own}, 5
 -- The pin goes first: Redis picks a new key's encoding by it, and moves
 -- an existing small key to the faster encoding before the batch goes in.
 local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
@@ -46,6 +71,7 @@ local dead, causes, ndead = {}, {}, 0
 local tokenOf = {} -- attempt → token, built once per attempt count
 local got, looked, seen = 0, 0, {}
 -- A healthy queue has nothing delayed or dead: then no lookups there.
+-- (Read after the maintenance, which empties the one and fills the other.)
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
 local anyDead = redis.call('EXISTS', KEYS[7]) == 1
 local anyLimits = redis.call('EXISTS', KEYS[9]) == 1

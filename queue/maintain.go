@@ -10,17 +10,22 @@ import (
 )
 
 var (
-	// Settle's and Tidy's dropExpired, prepended to their source.
+	// Settle's, Tidy's and Claim's dropExpired, prepended to their source.
 	//go:embed expired.lua
 	expiredSource string
 
+	// The maintenance steps of Promote, Tidy and Claim, prepended to
+	// their source.
+	//go:embed maintain.lua
+	maintainSource string
+
 	//go:embed tidy.lua
 	tidySource string
-	tidyScript = redis.NewScript(expiredSource + tidySource)
+	tidyScript = redis.NewScript(expiredSource + maintainSource + tidySource)
 
 	//go:embed promote.lua
 	promoteSource string
-	promoteScript = redis.NewScript(promoteSource)
+	promoteScript = redis.NewScript(maintainSource + promoteSource)
 
 	//go:embed requeue.lua
 	requeueSource string

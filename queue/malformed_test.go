@@ -112,7 +112,12 @@ func TestWrongKeyTypeFailsBeforeAnyWrite(t *testing.T) {
 	if err := b.rdb.HSet(ctx, tag+":attempts", ids[0], "x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	items := mustClaim(t, b.q, 1, 1)
+	// Claimed for an hour (a second handle on the queue): with the test's
+	// 1ms lease, the failing claim below could hand it back before it
+	// fails (Claim tidies first), and the pending count would depend on
+	// the machine's speed.
+	patient := newQueue(t, b.rdb, b.q.Name(), queue.Config{Prefix: b.q.Config().Prefix, Lease: time.Hour})
+	items := mustClaim(t, patient, 1, 1)
 	if items[0].Attempt != 1 {
 		t.Fatalf("attempt %d after a garbage count, want 1", items[0].Attempt)
 	}
@@ -125,10 +130,15 @@ func TestWrongKeyTypeFailsBeforeAnyWrite(t *testing.T) {
 	if n, err := b.rdb.LLen(ctx, tag+":pending").Result(); n != 1 || err != nil {
 		t.Fatalf("pending has %d ids (%v) after the failed claim, want 1", n, err)
 	}
-	// Tidy and Settle add an item to its new place before taking it from
-	// the old: with pending broken, the expired lease stays a lease.
+	// Tidy, Claim and Settle add an item to its new place before taking
+	// it from the old: with pending broken, the expired lease stays a
+	// lease.
 	if err := b.rdb.Del(ctx, tag+":seq").Err(); err != nil {
 		t.Fatal(err)
+	}
+	deadline, err := b.q.Extend(ctx, items[0], time.Millisecond)
+	if err != nil {
+		t.Fatalf("Extend: %v", err)
 	}
 	if err := b.rdb.Rename(ctx, tag+":pending", tag+":pending-saved").Err(); err != nil {
 		t.Fatal(err)
@@ -136,9 +146,12 @@ func TestWrongKeyTypeFailsBeforeAnyWrite(t *testing.T) {
 	if err := b.rdb.Set(ctx, tag+":pending", "garbage", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	untilRedisTime(t, b.rdb, items[0].Deadline.Add(time.Millisecond))
+	untilRedisTime(t, b.rdb, deadline.Add(time.Millisecond))
 	if _, err := b.q.Tidy(ctx, 10); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Tidy = %v, want a WRONGTYPE error", err)
+	}
+	if _, err := b.q.Claim(ctx, 10); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Claim = %v, want a WRONGTYPE error", err)
 	}
 	if n, err := b.rdb.ZCount(ctx, tag+":leases", "-inf", "(+inf").Result(); n != 1 || err != nil {
 		t.Fatalf("%d leases (%v) after the failed Tidy, want 1", n, err)
