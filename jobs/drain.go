@@ -43,7 +43,16 @@ type DrainConfig struct {
 // Drain returns the job that works q off in slices: it claims a batch,
 // calls handler for each item in turn, and acks the results and nacks the
 // failures in one [queue.Queue.Settle]. A slice's Items counts the items
-// settled; More says that the queue still had items when it stopped.
+// settled; More says that the queue still had items when it stopped, or
+// that more may be due or expired.
+//
+// Drain maintains its queue: each claim first brings back, in the same
+// script call, the delayed items that are due (retries after their
+// backoff, delayed enqueues) and the expired leases of crashed or stuck
+// workers (counting their attempt, dead-lettered at the last), up to the
+// batch's size of each ([queue.Queue.Claim]). So registering Drain alone
+// keeps a queue moving; [PromoteDue] and [TidyStale] are needed only for
+// a queue that no Drain works.
 //
 // A slice claims another batch only while the budget left fits some of it
 // (as many items as fit, by their mean time so far), and starts an item
@@ -53,8 +62,9 @@ type DrainConfig struct {
 // with the settling of the others. A handler's context ends before the
 // lease does, by three round trips or a quarter of the lease (at most
 // RedisTimeout), whichever is more, up to half the lease: those calls must
-// reach Redis before [queue.Queue.Tidy] may take the items, and on a
-// loaded machine the next round trip may be much slower than any so far.
+// reach Redis before a claim or [queue.Queue.Tidy] may take the items
+// back, and on a loaded machine the next round trip may be much slower
+// than any so far.
 // An item that is interrupted by the deadline (its handler returns ctx's
 // error) is nacked like any failure, so that an item too slow for any
 // budget ends in the dead letters rather than at the head of the queue
@@ -137,11 +147,12 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 			return s.report, j.wrap(err)
 		}
 		began := time.Now()
-		items, err := j.claim(ctx, n)
+		claimed, err := j.claim(ctx, n)
 		s.rtt = max(s.rtt, time.Since(began))
 		if err != nil {
 			return s.report, j.wrap(err)
 		}
+		items := claimed.Items
 		// The leases began no earlier than the claim was sent (claim.lua
 		// rounds Redis's TIME up): counted from then on this process's
 		// clock, the end is never later than Redis's, whatever the skew.
@@ -151,11 +162,14 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		settled, released, err := j.finish(ctx, outcomes, items[len(outcomes):])
 		s.rtt = max(s.rtt, time.Since(finishing))
 		s.report.Items += settled
-		s.report.More = len(items) == n || released > 0
+		// The claim's maintenance stopped at its bound: more may be due
+		// or expired, though few items were pending (they may have gone
+		// to the dead letters, or be claimed by the next batch).
+		s.report.More = len(items) == n || released > 0 || claimed.More
 		if err != nil {
 			return s.report, j.wrap(err)
 		}
-		if len(items) < n || len(outcomes) < len(items) {
+		if len(items) < n && !claimed.More || len(outcomes) < len(items) {
 			break
 		}
 	}
@@ -185,8 +199,9 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 // and the batch's lease fit the slowest item so far and the finish; it
 // returns the outcomes of the items it started, a prefix of items. A
 // handler's context ends leaseMargin before the lease: a settle or release
-// that reaches Redis after the lease is thrown away (Tidy hands the items
-// back, counting the attempt, and another claim may own them by then).
+// that reaches Redis after the lease is thrown away (a claim or Tidy hands
+// the items back, counting the attempt, and another claim may own them by
+// then).
 func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item, leaseEnd time.Time) []queue.Settlement {
 	outcomes := make([]queue.Settlement, 0, len(items))
 	for _, it := range items {
@@ -238,10 +253,10 @@ func (j *drainJob) call(ctx context.Context, s *drainSlice, it queue.Item) (resu
 	return j.handler(ctx, it)
 }
 
-func (j *drainJob) claim(ctx context.Context, n int) ([]queue.Item, error) {
+func (j *drainJob) claim(ctx context.Context, n int) (queue.Claimed, error) {
 	rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
 	defer cancel()
-	return j.q.Claim(rctx, n)
+	return j.q.ClaimDetailed(rctx, n)
 }
 
 // finish settles the outcomes and hands back the unstarted items, at once:
