@@ -1,7 +1,9 @@
 // Package browser drives telemetry/dashboard in a real headless Chromium
 // (chromedp), through the dashboard's public API only: the page refreshes
-// itself from a live recruiter, keeps its Content-Security-Policy, and
-// marks a server that stopped answering as stale. It holds tests only,
+// itself from a live recruiter, keeps its Content-Security-Policy, marks
+// a server that stopped answering as stale, and explains its numbers
+// where they stand (the eviction banner, the skipped draws split under
+// one header, automatic pace and its fleet). It holds tests only,
 // behind the build tag browser.
 //
 // # Running
