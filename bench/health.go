@@ -16,7 +16,7 @@ type scenario struct {
 	Key, Label string
 	Rate       float64 // requests/s across the fleet
 	Daemon     bool
-	Idle       time.Duration
+	Paced      bool // the queue's jobs by Every alone (automatic pace and its timer), not fixed rates
 }
 
 // healthFleet is the fleet size of experiment 3.
@@ -30,10 +30,10 @@ const (
 )
 
 var scenarios = []scenario{
-	{"stolen", "stolen work, 1,000 req/s", 1000, false, 0},
-	{"daemon", "dedicated daemon, 1,000 req/s", 1000, true, 0},
-	{"stolen-low", "stolen work, 2 req/s", 2, false, 0},
-	{"stolen-low-idle", "stolen work, 2 req/s, IdleFallback 1s", 2, false, time.Second},
+	{"stolen", "stolen work, 1,000 req/s", 1000, false, false},
+	{"daemon", "dedicated daemon, 1,000 req/s", 1000, true, false},
+	{"stolen-low", "stolen work, 2 req/s", 2, false, false},
+	{"stolen-low-paced", "stolen work, 2 req/s, jobs paced by Every (pace timer)", 2, false, true},
 }
 
 // depthSample is one reading of the queue.
@@ -69,7 +69,7 @@ func healthPlan(quick bool) (inject, grace time.Duration) {
 
 // runHealth is experiment 3: the same workload (a producer, abandoned
 // leases) kept by stolen work or by a daemon, then at a low request rate
-// with and without the idle fallback.
+// with fixed rates and with automatic pace (its timer covers a quiet fleet).
 func runHealth(ctx context.Context, e *env, rep *report) error {
 	inject, grace := healthPlan(e.opts.quick)
 	perBatch, err := batchCost(ctx, e, producerRate)
@@ -108,8 +108,8 @@ func runScenario(ctx context.Context, e *env, sc scenario, inject, grace time.Du
 		if sc.Daemon {
 			args = []string{"-mw", "none", "-prefix", "hq"}
 		}
-		if sc.Idle > 0 {
-			args = append(args, "-idle", sc.Idle.String())
+		if sc.Paced {
+			args = append(args, "-paced")
 		}
 		p, err := e.startProc(ctx, "service", fmt.Sprintf("health-%s-%d", sc.Key, i), args...)
 		if err != nil {

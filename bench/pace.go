@@ -171,7 +171,7 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	p("A process's mean gap between visits is the fleet's estimated size over %.1f slots, so a slot gets about %.1f visits at any fleet size: with independent visits a slot is missed with chance e^-%.1f = %.0f %%, and a run costs its slot's visits, %.1f / %.2f = %.2f round trips, plus at most one release (a run taken late in its slot), so at most %.2f, at 10 or 10,000 processes alike. Each of 10,000 processes then visits about once per %s slots. A start-up of the whole fleet at once costs about %s round trips (one visit each, then one about every second slot while the count is young), once: less than a second of one Redis core.",
 		visits, visits, visits, 100*math.Exp(-visits), visits, 1-math.Exp(-visits), visits/(1-math.Exp(-visits)), visits/(1-math.Exp(-visits))+1, count(int(10000/visits)), count(10000*5))
 	p("")
-	p("A slot in which no process of the fleet has a fast exit cannot run the job: with fewer fast exits than about one per Every, the cadence is the share of slots that have one (docs/pacing.md, Limits); `Config.IdleFallback` covers a fleet without traffic.")
+	p("A slot in which no process of the fleet has a fast exit cannot run the job: with fewer fast exits than about one per Every, the cadence is the share of slots that have one (docs/pacing.md, Limits); the pace timer makes the visits that no fast exit made (measured in the quiet-fleet rows).")
 	return b.String()
 }
 

@@ -343,7 +343,7 @@ func (r *report) healthSection(p func(string, ...any)) {
 	}
 	low := (drainRate + tidyRate + promoteRate) * 2 * (inject + grace).Seconds()
 	p("")
-	p("At 2 req/s the fleet draws a job about (%.2f + %.2f + %.2f) × 2 × %v ≈ %.1f times in a run, by chance: one drawn drain may clear the backlog, or none may come, so that row varies widely from run to run (draws / slices shows this run's luck). That is the case for `IdleFallback`: it recruits the process itself when no request has done so, and the work no longer depends on traffic.",
+	p("At 2 req/s the fleet draws a job about (%.2f + %.2f + %.2f) × 2 × %v ≈ %.1f times in a run, by chance: one drawn drain may clear the backlog, or none may come, so that row varies widely from run to run (draws / slices shows this run's luck). That is the case for automatic pace (`Every` alone): its timer makes the planned visits that no request made, and the work no longer depends on traffic.",
 		drainRate, tidyRate, promoteRate, (inject + grace).Round(time.Second), low)
 	p("")
 	p("![queue depth over time](bench/results/fleet-depth.svg)")

@@ -45,7 +45,7 @@ type serviceFlags struct {
 	inline bool
 	work   time.Duration
 	job    string // wait | cpu
-	idle   time.Duration
+	paced  bool
 	press  time.Duration
 }
 
@@ -57,7 +57,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.inline, "inline", false, "service: inline mode")
 	fs.DurationVar(&f.work, "work", 20*time.Millisecond, "service: length of one slice of the job (-mw job)")
 	fs.StringVar(&f.job, "job", "wait", "service: what the job's slice does for -work: wait (like Redis-bound work) or cpu (burns a core)")
-	fs.DurationVar(&f.idle, "idle", 0, "service: recruiter.Config.IdleFallback")
+	fs.BoolVar(&f.paced, "paced", false, "service: the queue's jobs by Every alone (automatic pace, with its timer), not fixed rates")
 	fs.DurationVar(&f.press, "pressure", 0, "service: recruiter.Config.Pressure (0: its default; negative: the gate off)")
 }
 
@@ -153,7 +153,7 @@ func runService(role string, f serviceFlags) error {
 		go func() { defer close(loopDone); daemonLoop(ctx, q, w) }()
 	case f.mw == "none":
 	default:
-		rec, err = recruiter.New(lockRDB, recruiter.Config{Prefix: f.prefix, Inline: f.inline, IdleFallback: f.idle, Pressure: f.press})
+		rec, err = recruiter.New(lockRDB, recruiter.Config{Prefix: f.prefix, Inline: f.inline, Pressure: f.press})
 		if err != nil {
 			return err
 		}
@@ -204,6 +204,13 @@ func registerJobs(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f service
 		drain, tidy, promote, err := queueJobs(q, w)
 		if err != nil {
 			return err
+		}
+		if f.paced {
+			return errors.Join(
+				rec.Register(drain, recruiter.JobConfig{Every: drainEvery}),
+				rec.Register(tidy, recruiter.JobConfig{Every: tidyEvery}),
+				rec.Register(promote, recruiter.JobConfig{Every: promoteEvery}),
+			)
 		}
 		return errors.Join(
 			rec.Register(drain, recruiter.JobConfig{Rate: drainRate, Every: drainEvery}),

@@ -175,9 +175,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}()
 
 	rec, err := recruiter.New(rdb, recruiter.Config{
-		// With no fast exits at all (-traffic=false), each job still runs
-		// every few seconds.
-		IdleFallback:   5 * time.Second,
 		Logger:         logger,
 		MaxConcurrent:  2,
 		MeterProvider:  tel.meters,

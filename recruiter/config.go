@@ -65,10 +65,6 @@ type Config struct {
 	// BreakerThreshold is the number of consecutive Redis errors that open
 	// the breaker. Default 3.
 	BreakerThreshold int
-	// IdleFallback, when positive, makes the recruiter enlist by itself for
-	// each job that this process has not attempted for that long, so a fleet
-	// with no traffic still gets its maintenance. Default 0: off.
-	IdleFallback time.Duration
 	// Inline runs slices on the enlisting goroutine (after the middleware
 	// has flushed the response), for platforms that throttle CPU once a
 	// response is sent. Default false: a background goroutine, and the
@@ -98,10 +94,18 @@ type Config struct {
 	RedisTimeout time.Duration
 	// TracerProvider provides the tracer. Default: the otel global.
 	TracerProvider trace.TracerProvider
+	// TrafficOnly makes pacing strictly traffic-driven: a job runs only on
+	// an enlistment's time, so a process without fast exits runs nothing.
+	// Default false: the recruiter's pace timer makes each automatically
+	// paced job's planned visit when no enlistment made it within an
+	// eighth of Every (at most 1s), so a quiet fleet still runs every job
+	// with Every about once per Every, at the same round trips per run.
+	// Jobs with a fixed Rate are traffic-driven either way.
+	TrafficOnly bool
 
 	// Set by this repository's tests only (internal/hooks): the roll of an
 	// enlistment, uniform in [0, 1), and the clock of cool-offs, the
-	// breaker, the idle fallback and LastRun.
+	// breaker, the pace timer and LastRun.
 	roll func() float64
 	now  func() time.Time
 
@@ -138,7 +142,6 @@ func (c Config) withDefaults() Config {
 const (
 	breakerCooldownMax  = time.Hour
 	breakerThresholdMax = 1000
-	idleFallbackMin     = 10 * time.Millisecond
 	maxConcurrentMax    = 1024
 	redisTimeoutMax     = 30 * time.Second
 )
@@ -149,8 +152,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: BreakerCooldown %v is not in [0, %v]", ErrInvalidConfig, c.BreakerCooldown, breakerCooldownMax)
 	case c.BreakerThreshold < 0 || c.BreakerThreshold > breakerThresholdMax:
 		return fmt.Errorf("%w: BreakerThreshold %d is not in [0, %d]", ErrInvalidConfig, c.BreakerThreshold, breakerThresholdMax)
-	case c.IdleFallback < 0 || c.IdleFallback > 0 && c.IdleFallback < idleFallbackMin:
-		return fmt.Errorf("%w: IdleFallback %v is neither 0 (off) nor at least %v", ErrInvalidConfig, c.IdleFallback, idleFallbackMin)
 	case c.MaxConcurrent < 0 || c.MaxConcurrent > maxConcurrentMax:
 		return fmt.Errorf("%w: MaxConcurrent %d is not in [0, %d]", ErrInvalidConfig, c.MaxConcurrent, maxConcurrentMax)
 	case c.Pressure > 0 && (c.Pressure < pressureMin || c.Pressure > pressureMax):

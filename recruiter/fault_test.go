@@ -3,6 +3,7 @@ package recruiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,63 +276,85 @@ func TestShutdownWaitsForSliceInFlight(t *testing.T) {
 	}
 }
 
-// TestIdleFallback: with no enlistment at all, the recruiter runs each job
-// by itself, at most once per IdleFallback per process.
-func TestIdleFallback(t *testing.T) {
+// TestPaceTimerRunsAQuietProcess: with no enlistment at all, the pace
+// timer runs each automatically paced job about once per Every, never
+// more than once per slot, and a job with a fixed Rate not at all: it is a
+// share of enlistments. With TrafficOnly, nothing runs.
+func TestPaceTimerRunsAQuietProcess(t *testing.T) {
 	t.Parallel()
-	b := setup(t, recruiter.Config{IdleFallback: 50 * time.Millisecond})
-	var runs [2]atomic.Int32
-	for i, name := range []string{"nightly-a", "nightly-b"} {
-		mustRegister(t, b.rec, recruiter.Func(name, func(context.Context) (recruiter.Report, error) {
-			runs[i].Add(1)
-			return recruiter.Report{Items: 1}, nil
-		}), recruiter.JobConfig{Rate: 0.001})
-	}
-	testrig.Eventually(t, 5*time.Second, "both jobs run without traffic", func() bool {
-		return runs[0].Load() >= 2 && runs[1].Load() >= 2
-	})
-	// Over a window, each job runs about once per IdleFallback, not more.
-	// A loaded machine only delays the idle loop, so the upper bound holds
-	// however slow it is; the window of a second leaves the lower bound (a
-	// run at all) 950ms of scheduling delay.
-	var before [2]int32
-	for i := range runs {
-		before[i] = runs[i].Load()
-	}
-	const window = time.Second
-	time.Sleep(window) // a span of time to count runs in, not a wait for an event
-	for i := range runs {
-		n := runs[i].Load() - before[i]
-		if limit := int32(window/(50*time.Millisecond)) + 2; n > limit {
-			t.Errorf("job %d ran %d times in %v with IdleFallback 50ms, want at most %d", i, n, window, limit)
-		}
-		if n == 0 {
-			t.Errorf("job %d did not run in %v without traffic", i, window)
-		}
+	const every = 100 * time.Millisecond
+	for _, trafficOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TrafficOnly %v", trafficOnly), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, recruiter.Config{TrafficOnly: trafficOnly})
+			var runs [3]atomic.Int32
+			for i, name := range []string{"nightly-a", "nightly-b", "fixed"} {
+				cfg := recruiter.JobConfig{Every: every}
+				if name == "fixed" {
+					cfg = recruiter.JobConfig{Rate: 0.5, Every: every}
+				}
+				mustRegister(t, b.rec, recruiter.Func(name, func(context.Context) (recruiter.Report, error) {
+					runs[i].Add(1)
+					return recruiter.Report{Items: 1}, nil
+				}), cfg)
+			}
+			if trafficOnly {
+				// A span of time in which a timer would have run the jobs
+				// ten times over, not a wait for an event.
+				time.Sleep(10 * every)
+				for i := range runs {
+					if n := runs[i].Load(); n != 0 {
+						t.Errorf("job %d ran %d times with TrafficOnly and no traffic, want 0", i, n)
+					}
+				}
+				return
+			}
+			testrig.Eventually(t, 10*time.Second, "both paced jobs run three times without traffic", func() bool {
+				return runs[0].Load() >= 3 && runs[1].Load() >= 3
+			})
+			// Over a window, each runs at most once per slot (plus the
+			// slot it began in). A loaded machine only delays the timer,
+			// so the upper bound holds however slow it is.
+			var before [2]int32
+			for i := range before {
+				before[i] = runs[i].Load()
+			}
+			const window = time.Second
+			time.Sleep(window) // a span of time to count runs in, not a wait for an event
+			for i := range before {
+				if n := runs[i].Load() - before[i]; n > int32(window/every)+2 {
+					t.Errorf("job %d ran %d times in %v at Every %v, want at most %d", i, n, window, every, window/every+2)
+				}
+				js := jobStats(t, b.rec, []string{"nightly-a", "nightly-b"}[i])
+				if js.Drawn != 0 || js.Timed == 0 || js.Ran < 3 || js.Ran > js.Timed {
+					t.Errorf("stats %+v: want no draw, and every run started by the timer", js)
+				}
+			}
+			if n := runs[2].Load(); n != 0 {
+				t.Errorf("the fixed-rate job ran %d times without traffic, want 0", n)
+			}
+		})
 	}
 }
 
-// TestIdleFallbackContinuesABacklog: without traffic, a slice that reports
-// More is followed by the next one at the idle loop's next tick, not after
-// another IdleFallback.
-// The clock stands still after the first idle run, so only the backlog can
-// start the others.
-func TestIdleFallbackContinuesABacklog(t *testing.T) {
+// TestPaceTimerContinuesABacklog: without traffic, a slice that reports
+// More is followed by the next one at its backlog's pace (Every/2, /4, …:
+// about 4.5 s for five slices at Every 4s), not once per Every (16 s),
+// and the backlog drains.
+func TestPaceTimerContinuesABacklog(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock()
-	b := setup(t, recruiter.Hooked(recruiter.Config{IdleFallback: 20 * time.Millisecond}, nil, clock.Now))
+	b := setup(t, recruiter.Config{})
 	var left atomic.Int32
 	left.Store(5)
 	mustRegister(t, b.rec, recruiter.Func("backlog", func(context.Context) (recruiter.Report, error) {
 		n := left.Add(-1)
 		return recruiter.Report{Items: 1, More: n > 0}, nil
-	}), recruiter.JobConfig{Rate: 0.001})
-	clock.Advance(time.Hour)
-	testrig.Eventually(t, 5*time.Second, "the backlog drained by the idle fallback", func() bool {
+	}), recruiter.JobConfig{Every: 4 * time.Second})
+	testrig.Eventually(t, 12*time.Second, "the backlog drained by the pace timer", func() bool {
 		return jobStats(t, b.rec, "backlog").Items == 5
 	})
-	if js := jobStats(t, b.rec, "backlog"); js.Slices != 5 || js.Drawn != 0 || left.Load() != 0 {
-		t.Fatalf("stats %+v, want 5 idle slices, no draws", js)
+	if js := jobStats(t, b.rec, "backlog"); js.Slices != 5 || js.Drawn != 0 || js.Timed < 5 || left.Load() != 0 {
+		t.Fatalf("stats %+v, want 5 timed slices, no draws", js)
 	}
 }
 

@@ -109,7 +109,7 @@ func FuzzConfig(f *testing.F) {
 		cfg := recruiter.Config{
 			BreakerCooldown:  time.Duration(cooldown),
 			BreakerThreshold: int(threshold),
-			IdleFallback:     time.Duration(idle),
+			TrafficOnly:      idle%2 == 0, // any value is valid
 			MaxConcurrent:    int(maxConcurrent),
 			Prefix:           prefix,
 			RedisTimeout:     time.Duration(timeout),
@@ -120,9 +120,6 @@ func FuzzConfig(f *testing.F) {
 		}
 		if threshold < 0 || threshold > 1000 {
 			culprits = append(culprits, "BreakerThreshold")
-		}
-		if idle < 0 || idle > 0 && cfg.IdleFallback < 10*time.Millisecond {
-			culprits = append(culprits, "IdleFallback")
 		}
 		if maxConcurrent < 0 || maxConcurrent > 1024 {
 			culprits = append(culprits, "MaxConcurrent")
@@ -144,7 +141,7 @@ func FuzzConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("New(%+v): %v", cfg, err)
 		}
-		// Shut down at once: an IdleFallback goroutine must stop (goleak).
+		// Shut down at once: the pace timer must stop (goleak).
 		if err := rec.Shutdown(t.Context()); err != nil {
 			t.Fatalf("Shutdown: %v", err)
 		}

@@ -16,8 +16,7 @@ type entry struct {
 
 	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
-	lastAttempt atomic.Int64 // unix ns of the last slice attempt, for the idle fallback
-	backlog     atomic.Bool  // the last slice here reported More: the idle fallback continues it
+	backlog     atomic.Bool  // the last slice here reported More: its process continues it (the timer without traffic)
 	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
 	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
@@ -43,7 +42,6 @@ func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time)
 		end = rateWindow
 	}
 	e.stats.windowEnd.Store(end)
-	e.lastAttempt.Store(now.UnixNano())
 	e.stats.durations.init()
 	return e
 }

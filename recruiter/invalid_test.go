@@ -23,7 +23,6 @@ func TestConfigBoundsAreExact(t *testing.T) {
 	}{
 		{"BreakerCooldown", recruiter.Config{BreakerCooldown: time.Hour}, recruiter.Config{BreakerCooldown: time.Hour + 1}},
 		{"BreakerThreshold", recruiter.Config{BreakerThreshold: 1000}, recruiter.Config{BreakerThreshold: 1001}},
-		{"IdleFallback", recruiter.Config{IdleFallback: 10 * time.Millisecond}, recruiter.Config{IdleFallback: 10*time.Millisecond - 1}},
 		{"MaxConcurrent", recruiter.Config{MaxConcurrent: 1024}, recruiter.Config{MaxConcurrent: 1025}},
 		{"RedisTimeout", recruiter.Config{RedisTimeout: 30 * time.Second}, recruiter.Config{RedisTimeout: 30*time.Second + 1}},
 		{"Prefix", recruiter.Config{Prefix: strings.Repeat("p", 128)}, recruiter.Config{Prefix: strings.Repeat("p", 129)}},

@@ -32,11 +32,16 @@ type Recruiter struct {
 	mu       sync.Mutex // guards registration and shutdown
 	shareMu  sync.Mutex // orders reshares
 	slices   sync.WaitGroup
-	stop     chan struct{} // closed by Shutdown: the idle loop stops
+	stop     chan struct{} // closed by Shutdown: the timer stops
+	wake     chan struct{} // the timer looks at the plans again (timer.go)
 	drained  chan struct{} // closed once every slice has ended after Shutdown
 	drainOne sync.Once
 
 	pressure *pressureGate // pressure.go: no slice starts while the process is busy
+
+	eviction       atomic.Pointer[eviction] // the server's eviction policy, as last read (eviction.go)
+	evictionUnread atomic.Bool              // a failed reading was logged
+	reachedRedis   atomic.Bool              // a slice's acquire succeeded: the timer may read the policy
 }
 
 // roster is an immutable snapshot of the registered jobs: Register swaps
@@ -45,9 +50,10 @@ type roster struct {
 	entries []*entry
 }
 
-// New returns a Recruiter that keeps its locks in rdb. It starts no
-// goroutine unless cfg.IdleFallback is set; call [Recruiter.Shutdown] when
-// done.
+// New returns a Recruiter that keeps its locks in rdb. It starts one
+// goroutine of its own, the pace timer, which sleeps until a job's planned
+// visit is due and no enlistment made it (see [Config].TrafficOnly), and
+// reads the server's eviction policy; call [Recruiter.Shutdown] when done.
 func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: the Redis client is nil", ErrInvalidConfig)
@@ -62,6 +68,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		tel:     newInstruments(cfg.TracerProvider, cfg.MeterProvider),
 		breaker: breaker{threshold: int32(cfg.BreakerThreshold), cooldown: cfg.BreakerCooldown},
 		stop:    make(chan struct{}),
+		wake:    make(chan struct{}, 1),
 		drained: make(chan struct{}),
 	}
 	r.pressure = newPressureGate(cfg.Pressure, cfg.pressureRead)
@@ -74,10 +81,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 	}
 	r.jobs.Store(&roster{})
 	r.tel.observe(r) // the per-job gauges; unobserved at Shutdown
-	if cfg.IdleFallback > 0 {
-		r.slices.Add(1)
-		go r.idleLoop()
-	}
+	r.slices.Add(1)
+	go r.timerLoop()
 	return r, nil
 }
 
@@ -121,6 +126,7 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	e := newEntry(job, name, cfg, r.cfg.Prefix, r.now())
 	r.jobs.Store(&roster{entries: append(old.entries[:len(old.entries):len(old.entries)], e)})
 	r.reshare()
+	r.wakeTimer()
 	return nil
 }
 
@@ -257,9 +263,8 @@ const afterWaitMax = 5 * time.Second
 // time), then, on the caller's goroutine (inline) or a new one once after
 // is closed, passes the gates again, as state may have changed since the
 // draw, and runs the slice. share is the chance that the enlistment drew
-// e (1 for the idle fallback's).
+// e (1 for the pace timer's).
 func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-chan struct{}, inline bool) {
-	e.lastAttempt.Store(r.now().UnixNano())
 	if !r.takeSlot() {
 		e.stats.gatedLater.Add(1)
 		return
@@ -276,6 +281,7 @@ func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-
 				e.running.Store(false) // a hung slice frees its job when it returns
 			}
 			r.releaseSlot()
+			r.wakeTimer() // the job's next visit is planned, and a slot is free
 		}()
 		if !r.waitFor(after) || !r.admit(ctx, e) {
 			e.stats.gatedLater.Add(1)
@@ -362,8 +368,8 @@ func (r *Recruiter) releaseSlot() {
 }
 
 // Shutdown stops recruiting and waits for the slices in flight (each bounded
-// by its budget, but for a hung one, which it waits for too) and the idle
-// loop, or for ctx. It is idempotent; later
+// by its budget, but for a hung one, which it waits for too) and the pace
+// timer, or for ctx. It is idempotent; later
 // calls wait the same way.
 func (r *Recruiter) Shutdown(ctx context.Context) error {
 	r.mu.Lock()

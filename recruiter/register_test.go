@@ -52,14 +52,12 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 	}{
 		{"negative breaker cooldown", recruiter.Config{BreakerCooldown: -time.Second}, "BreakerCooldown"},
 		{"negative breaker threshold", recruiter.Config{BreakerThreshold: -1}, "BreakerThreshold"},
-		{"negative idle fallback", recruiter.Config{IdleFallback: -time.Second}, "IdleFallback"},
 		{"negative max concurrent", recruiter.Config{MaxConcurrent: -1}, "MaxConcurrent"},
 		{"negative redis timeout", recruiter.Config{RedisTimeout: -1}, "RedisTimeout"},
 		{"absurd redis timeout", recruiter.Config{RedisTimeout: time.Hour}, "RedisTimeout"},
 		{"absurd max concurrent", recruiter.Config{MaxConcurrent: 1 << 32}, "MaxConcurrent"},
 		{"absurd breaker threshold", recruiter.Config{BreakerThreshold: 1 << 31}, "BreakerThreshold"},
 		{"absurd breaker cooldown", recruiter.Config{BreakerCooldown: 48 * time.Hour}, "BreakerCooldown"},
-		{"idle fallback of a nanosecond", recruiter.Config{IdleFallback: 1}, "IdleFallback"},
 		{"prefix with a space", recruiter.Config{Prefix: "my app"}, "Prefix"},
 		{"prefix with a brace", recruiter.Config{Prefix: "{app}"}, "Prefix"},
 	}

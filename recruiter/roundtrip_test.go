@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -36,6 +37,9 @@ func TestRoundTripsPerSlice(t *testing.T) {
 	b.rec.Enlist(ctx)
 	b.rdb.Del(ctx, "rt:lock:plain", "rt:lock:periodic")
 	clock.Advance(time.Hour)
+	// The recruiter reads the eviction policy once, after its first slice
+	// reached Redis: not a round trip of any slice below.
+	testrig.Eventually(t, 10*time.Second, "the eviction policy read", func() bool { return b.rec.Stats().EvictionPolicy != "" })
 
 	cost := func(what string, r float64, want int64, prepare func()) {
 		t.Helper()

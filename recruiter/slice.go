@@ -51,6 +51,10 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 		// process's next visits are plan's again.
 		e.backlog.Store(false)
 	}
+	if !r.reachedRedis.Load() {
+		r.reachedRedis.Store(true)
+		r.wakeTimer() // to read the eviction policy
+	}
 	taken := r.now()
 	e.learn(g, taken)
 	// How long this process stays away; automatic pace plans its next

@@ -32,12 +32,12 @@ type Stats struct {
 // JobStats counts one job's draws and their outcomes in this process.
 // Every recruitment has one outcome: Ran, SkippedLocked, SkippedCooldown,
 // SkippedPaused, Errors, Timeouts, Panics or Hung. Drawn counts the rolls that picked the job;
-// SkippedGate those of them (and of the idle fallback's attempts) that
+// SkippedGate those of them (and of the pace timer's attempts) that
 // never reached Redis: cooling off locally, a slice of the job already
 // running here, the process busy (Pressured), breaker open, no free slot,
 // shut down. Drawn requests that were not fast exits, or that a middleware
-// filter excluded, have no outcome; idle-fallback slices have an outcome
-// but no draw.
+// filter excluded, have no outcome; the pace timer's slices (Timed) have
+// an outcome but no draw.
 type JobStats struct {
 	Name      string
 	Automatic bool    // paced by the recruiter: Every without Rate
@@ -119,6 +119,8 @@ func (r *Recruiter) Stats() Stats {
 		Jobs:        make([]JobStats, 0, len(jobs.entries)),
 		Recent:      r.tel.recent.list(),
 	}
+	ev := r.evictionState()
+	s.EvictionPolicy, s.EvictionRisk = ev.policy, ev.risk
 	for _, e := range jobs.entries {
 		s.Jobs = append(s.Jobs, e.stats.snapshot(e))
 	}

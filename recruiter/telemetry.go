@@ -31,6 +31,7 @@ type instruments struct {
 	meter     metric.Meter
 	jobRate   metric.Float64ObservableGauge
 	jobPaused metric.Int64ObservableGauge
+	evictRisk metric.Int64ObservableGauge
 	observing metric.Registration // nil until observe, and after unobserve
 }
 
@@ -82,6 +83,12 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 		otel.Handle(err)
 		t.jobPaused = nil
 	}
+	if t.evictRisk, err = meter.Int64ObservableGauge(telemetry.MetricRedisEvictionRisk,
+		metric.WithDescription("1 when the Redis server's maxmemory-policy may evict worksteal's keys, else 0."),
+		metric.WithUnit("1")); err != nil {
+		otel.Handle(err)
+		t.evictRisk = nil
+	}
 	return t
 }
 
@@ -89,7 +96,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 // each collection. It reads the same atomics as Stats, so it costs the
 // hot path nothing; [instruments.unobserve] ends it.
 func (t *instruments) observe(r *Recruiter) {
-	if t.jobRate == nil || t.jobPaused == nil {
+	if t.jobRate == nil || t.jobPaused == nil || t.evictRisk == nil {
 		return // already reported to otel.Handle
 	}
 	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -103,8 +110,15 @@ func (t *instruments) observe(r *Recruiter) {
 			}
 			o.ObserveInt64(t.jobPaused, paused, job)
 		}
+		if ev := r.evictionState(); ev.policy != "" {
+			var risk int64
+			if ev.risk != "" {
+				risk = 1
+			}
+			o.ObserveInt64(t.evictRisk, risk, metric.WithAttributeSet(attribute.NewSet(telemetry.AttrEvictionPolicy.String(ev.policy))))
+		}
 		return nil
-	}, t.jobRate, t.jobPaused)
+	}, t.jobRate, t.jobPaused, t.evictRisk)
 	if err != nil {
 		otel.Handle(err)
 		return

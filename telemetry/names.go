@@ -20,6 +20,8 @@ const (
 	AttrItems   attribute.Key = "worksteal.items"   // Report.Items of the slice
 	AttrMore    attribute.Key = "worksteal.more"    // Report.More of the slice
 
+	AttrEvictionPolicy attribute.Key = "worksteal.redis.maxmemory_policy" // the Redis server's maxmemory-policy
+
 	AttrTaskType    attribute.Key = "worksteal.task.type"    // a task's type (package tasks)
 	AttrTaskOutcome attribute.Key = "worksteal.task.outcome" // a task attempt's outcome: TaskDone, TaskRetried or TaskDead
 )
@@ -35,6 +37,11 @@ const (
 	// MetricJobPaused is a gauge, by job: 1 while the job is paused
 	// fleet-wide, as this process last learnt, else 0.
 	MetricJobPaused = "worksteal.job.paused"
+	// MetricRedisEvictionRisk is a gauge, by maxmemory-policy (attribute
+	// [AttrEvictionPolicy]): 1 when the Redis server's policy may evict
+	// worksteal's keys (any but noeviction), else 0; absent until the
+	// recruiter has read it.
+	MetricRedisEvictionRisk = "worksteal.redis.eviction_risk"
 	// MetricTaskAttempts is a counter, by task type and outcome: the
 	// attempts a tasks Mux ran in this process.
 	MetricTaskAttempts = "worksteal.task.attempts"

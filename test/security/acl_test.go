@@ -27,13 +27,14 @@ const aclUser = "ACL SETUSER worksteal on resetkeys ~worksteal:* ~{worksteal:* r
 	"+hget +hmget +hset +hdel +hexists " +
 	"+lpush +rpush +lindex +llen +lrange +ltrim " +
 	"+zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore " +
-	"+command +cluster|slots +asking"
+	"+info +command +cluster|slots +asking"
 
 // sentByClients are the granted commands that no script calls: the
-// scripts themselves, Queue.Wait's blocking pop, and
+// scripts themselves, Queue.Wait's blocking pop, the recruiter's reading
+// of the eviction policy (INFO memory), and
 // what a redis.ClusterClient sends to learn the command table and the
 // slots and to follow ASK redirects.
-var sentByClients = []string{"evalsha", "eval", "blmove", "command", "cluster|slots", "asking"}
+var sentByClients = []string{"evalsha", "eval", "blmove", "info", "command", "cluster|slots", "asking"}
 
 // aclOptions are the documented client options for the ACL user, beyond
 // its address and timeouts: without DisableIdentity, go-redis sends CLIENT

@@ -55,7 +55,7 @@
 //	  +hget +hmget +hset +hdel +hexists
 //	  +lpush +rpush +lindex +llen +lrange +ltrim
 //	  +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore
-//	  +command +cluster|slots +asking
+//	  +info +command +cluster|slots +asking
 //
 // and its client sets DisableIdentity: true (go-redis would otherwise
 // send CLIENT SETINFO, which the grant cannot name on Redis 7.0).

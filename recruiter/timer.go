@@ -1,0 +1,100 @@
+package recruiter
+
+import (
+	"context"
+	"time"
+)
+
+// The pace timer makes the visits that automatic pace planned when no
+// enlistment came in time, so that a quiet process, or a fleet without
+// fast exits, still runs its jobs about once per Every at the same round
+// trips per run: the plan, not the traffic, sets when a process visits;
+// traffic only makes the visit on a request's time, a little earlier. One
+// goroutine per recruiter serves every job, asleep until the next plan is
+// due; it also reads the server's eviction policy (eviction.go) once a
+// slice has reached Redis, so that New and Register never call it. Jobs with
+// a fixed Rate are a share of enlistments: without traffic they do not
+// run.
+
+// timerGraceMax bounds how long past a planned visit the timer waits for
+// an enlistment to make it.
+const timerGraceMax = time.Second
+
+// timerGrace is how long past its planned visit the timer leaves a job to
+// traffic: an eighth of Every, at most timerGraceMax, so the visit still
+// falls early in the slot it was aimed at. A backlog has none: its
+// process planned the next slice for itself.
+func (e *entry) timerGrace() time.Duration {
+	if e.backlog.Load() {
+		return 0
+	}
+	return min(e.cfg.Every/8, timerGraceMax)
+}
+
+// timerRetry is how soon the timer looks again at a job that is due but
+// cannot start here now (its slice or every slot busy, the breaker open);
+// a slice's end wakes it sooner.
+const timerRetry = 50 * time.Millisecond
+
+// timerSleepMax bounds one sleep of the timer, so that a clock that jumps
+// and the eviction policy's recheck are both seen.
+const timerSleepMax = 5 * time.Second
+
+// timerLoop runs until Shutdown.
+func (r *Recruiter) timerLoop() {
+	defer r.slices.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var nextCheck time.Time
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-timer.C:
+		case <-r.wake:
+		}
+		// The policy's recheck is on the real clock, not the tests' hook.
+		if wall := time.Now(); r.reachedRedis.Load() && !wall.Before(nextCheck) {
+			r.checkEviction()
+			nextCheck = wall.Add(evictionRecheck)
+		}
+		sleep := timerSleepMax
+		if !r.cfg.TrafficOnly {
+			sleep = r.visitDue(r.now())
+		}
+		timer.Reset(max(sleep, time.Millisecond))
+	}
+}
+
+// visitDue starts a slice of each automatically paced job whose planned
+// visit is past by its grace, and returns how long until the next one is.
+func (r *Recruiter) visitDue(now time.Time) time.Duration {
+	sleep := timerSleepMax
+	for _, e := range r.jobs.Load().entries {
+		if !e.lock.auto {
+			continue
+		}
+		due := time.Unix(0, max(e.coolUntil.Load(), e.pace.planned.Load())).Add(e.timerGrace())
+		if wait := due.Sub(now); wait > 0 {
+			sleep = min(sleep, wait)
+			continue
+		}
+		if !r.open(e) {
+			sleep = min(sleep, timerRetry)
+			continue
+		}
+		e.stats.timed.Add(1)
+		r.start(context.Background(), e, 1, nil, false)
+		sleep = min(sleep, timerRetry) // its end wakes the loop with the new plan
+	}
+	return sleep
+}
+
+// wakeTimer makes the timer look at the plans again: a slice ended, a job
+// was registered. It never blocks.
+func (r *Recruiter) wakeTimer() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
