@@ -71,6 +71,53 @@ func TestAutomaticPace(t *testing.T) {
 	}
 }
 
+// TestQuietFleetPace: with no enlistment at all, the recruiters' pace
+// timers make the planned visits, so a job with Every runs in at least
+// 85 % of the window's Everys and never more than window/Every + 1, for
+// at most 4 round trips per run fleet-wide, on 1, 10 and 100 recruiters:
+// what traffic gets (TestAutomaticPace). Before the timer, a quiet fleet
+// ran nothing.
+func TestQuietFleetPace(t *testing.T) {
+	srv := redistest.Start(t)
+	const every = 500 * time.Millisecond
+	cases := []struct {
+		recruiters int
+		figures    pacefleet.Figures
+		err        error
+	}{{recruiters: 1}, {recruiters: 10}, {recruiters: 100}}
+	var wg sync.WaitGroup
+	for i := range cases {
+		c := &cases[i]
+		wg.Go(func() {
+			f, err := pacefleet.Start(srv.Addr(), fmt.Sprintf("%s-%d", redistest.Prefix(t), c.recruiters), c.recruiters, 4, every)
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.figures = f.Measure(context.Background(), 0, 30*every, 120*every)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c.err = f.Close(ctx)
+		})
+	}
+	wg.Wait()
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%d recruiters, no traffic", c.recruiters), func(t *testing.T) {
+			p := c.figures
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
+			t.Log(p)
+			if p.Cadence() < 0.85 || float64(p.Runs) > p.Slots+1 {
+				t.Errorf("%v: want at least 85%% of the Everys, and at most one more than them", p)
+			}
+			if p.TripsPerRun() > 4 {
+				t.Errorf("%v: want at most 4 round trips per run", p)
+			}
+		})
+	}
+}
+
 // TestAutomaticPaceAfterATrafficJump: two fleets settle at five
 // enlistments per second each, then each process's traffic jumps.
 //

@@ -112,6 +112,14 @@ func (f *Fleet) Close(ctx context.Context) error {
 // recruiters that have had none, one each, as a fleet's first requests
 // reach processes that have just started.
 func (f *Fleet) drive(ctx context.Context, perEvery float64, d time.Duration) {
+	if perEvery == 0 {
+		// A quiet fleet: no enlistment, only the recruiters' pace timers.
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+		return
+	}
 	const workers = 8
 	interval := time.Duration(float64(f.every) / perEvery * workers)
 	end := time.Now().Add(d)
@@ -169,7 +177,8 @@ func (p Figures) String() string {
 }
 
 // Measure settles the fleet (Settle), then drives it for window at the
-// same traffic and counts the window's runs and round trips.
+// same traffic (none at perEvery 0: a quiet fleet, which its pace timers
+// run) and counts the window's runs and round trips.
 func (f *Fleet) Measure(ctx context.Context, perEvery float64, settle, window time.Duration) Figures {
 	f.Settle(ctx, perEvery, settle)
 	return f.window(ctx, perEvery, window)
@@ -179,6 +188,10 @@ func (f *Fleet) Measure(ctx context.Context, perEvery float64, settle, window ti
 // each recruiter has had one and for settle more, so that its pace
 // settles.
 func (f *Fleet) Settle(ctx context.Context, perEvery float64, settle time.Duration) {
+	if perEvery == 0 {
+		f.drive(ctx, 0, settle) // no enlistment to wait for
+		return
+	}
 	f.drive(ctx, perEvery, time.Duration(float64(len(f.recs))/perEvery*float64(f.every))+settle)
 }
 
