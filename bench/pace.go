@@ -94,12 +94,20 @@ func runPaceBench(ctx context.Context, o options) error {
 		}
 		byTraffic = append(byTraffic, row)
 	}
+	var quiet []paceRow
+	for _, n := range sizes {
+		row, err := point(n, 0)
+		if err != nil {
+			return err
+		}
+		quiet = append(quiet, row)
+	}
 	resizes, err := paceResizes(ctx, e.addr, o.quick, settle)
 	if err != nil {
 		return err
 	}
 	machine := fmt.Sprintf("%s; load average (1 min) %s when the run began, %s when it ended", describeMachine(e.redisVersion), loadBefore, loadAverage())
-	section := paceMarkdown(o, machine, time.Since(began), settle, window, bySize, byTraffic, resizes)
+	section := paceMarkdown(o, machine, time.Since(began), settle, window, bySize, byTraffic, quiet, resizes)
 	return writeSection(o, paceMarks, section, map[string]chart{
 		"pace-fleet.svg":   paceChart("Automatic pace against fleet size (5 fast exits/s per process)", "processes (log)", bySize, func(r paceRow) float64 { return float64(r.Processes) }),
 		"pace-traffic.svg": paceChart("Automatic pace against traffic (100 processes)", "fast exits per Every, fleet-wide (log)", byTraffic, func(r paceRow) float64 { return r.PerEvery }),
@@ -125,7 +133,7 @@ func paceChart(title, xLabel string, rows []paceRow, x func(paceRow) float64) ch
 	return c
 }
 
-func paceMarkdown(o options, machine string, took, settle, window time.Duration, bySize, byTraffic []paceRow, resizes []paceResize) string {
+func paceMarkdown(o options, machine string, took, settle, window time.Duration, bySize, byTraffic, quiet []paceRow, resizes []paceResize) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	cmd := "make bench-pace"
@@ -164,6 +172,11 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	p("")
 	p("![runs per Every and round trips per run against traffic](bench/results/pace-traffic.svg)")
 	p("")
+	p("### A quiet fleet: no fast exit at all")
+	p("")
+	p("No enlistment reaches any recruiter: each one's pace timer makes the visits it planned (an eighth of Every after the plan, %v here, when no enlistment made them). Settling here is the start-up alone; the round trips before the window include each recruiter's one reading of the eviction policy.", paceEvery/8)
+	table(quiet)
+	p("")
 	paceResizeMarkdown(p, resizes)
 	p("")
 	p("### On paper: 10,000 processes")
@@ -171,7 +184,7 @@ func paceMarkdown(o options, machine string, took, settle, window time.Duration,
 	p("A process's mean gap between visits is the fleet's estimated size over %.1f slots, so a slot gets about %.1f visits at any fleet size: with independent visits a slot is missed with chance e^-%.1f = %.0f %%, and a run costs its slot's visits, %.1f / %.2f = %.2f round trips, plus at most one release (a run taken late in its slot), so at most %.2f, at 10 or 10,000 processes alike. Each of 10,000 processes then visits about once per %s slots. A start-up of the whole fleet at once costs about %s round trips (one visit each, then one about every second slot while the count is young), once: less than a second of one Redis core.",
 		visits, visits, visits, 100*math.Exp(-visits), visits, 1-math.Exp(-visits), visits/(1-math.Exp(-visits)), visits/(1-math.Exp(-visits))+1, count(int(10000/visits)), count(10000*5))
 	p("")
-	p("A slot in which no process of the fleet has a fast exit cannot run the job: with fewer fast exits than about one per Every, the cadence is the share of slots that have one (docs/pacing.md, Limits); the pace timer makes the visits that no fast exit made (measured in the quiet-fleet rows).")
+	p("A slot in which no process of the fleet has a fast exit still runs the job: the pace timer makes the visits that no fast exit made (the quiet-fleet rows), at the same round trips per run; with `Config.TrafficOnly` it would not (docs/pacing.md, Limits).")
 	return b.String()
 }
 
