@@ -22,15 +22,15 @@ type eviction struct {
 
 // evictionRisk says what a maxmemory-policy may evict of worksteal's keys,
 // and what to set; "" for noeviction and policies this version does not
-// know. Queues, their values and dead letters carry no TTL; locks,
-// cooldowns, pauses and unique-enqueue keys do, so a volatile-* policy
-// can evict only those.
+// know. Queued items, their values and dead letters carry no TTL; locks,
+// cooldowns, pauses, unique-enqueue keys, results and chain records do,
+// so a volatile-* policy can evict only those.
 func evictionRisk(policy string) string {
 	switch {
 	case strings.HasPrefix(policy, "allkeys-"):
 		return "at maxmemory Redis may evict any key: queued items, their values, results and dead letters are lost without a trace, and locks too (a job may run twice at once); set maxmemory-policy noeviction, or give worksteal a Redis of its own"
 	case strings.HasPrefix(policy, "volatile-"):
-		return "at maxmemory Redis may evict keys with a TTL: job locks, cooldowns and pauses (a job may run twice at once or sooner than Every, a pause may end early) and unique-enqueue keys (a duplicate may be accepted); queued items carry no TTL and are safe; set maxmemory-policy noeviction for none of this"
+		return "at maxmemory Redis may evict keys with a TTL: job locks, cooldowns and pauses (a job may run twice at once or sooner than Every, a pause may end early), unique-enqueue keys (a duplicate may be accepted), and stored results and chain records (a Call or Wait may time out); queued items, their values and dead letters carry no TTL and are safe; set maxmemory-policy noeviction for none of this"
 	}
 	return ""
 }
