@@ -32,7 +32,7 @@ func TestInlineFinishStartsAtOnce(t *testing.T) {
 	open, cancel := context.WithCancel(context.Background()) // a request still being served
 	defer cancel()
 	began := time.Now()
-	b.rec.Draw().Finish(open, true, func() error { return nil })
+	b.rec.Draw().Enlist(open, func() error { return nil })
 	// Before the fix this waited for done for 5s; a loaded machine takes
 	// milliseconds at most.
 	if took := time.Since(began); runs.Load() != 1 || took > 2*time.Second {
@@ -55,8 +55,8 @@ func TestNilContextIsReportedNotFatal(t *testing.T) {
 
 		var nilCtx context.Context
 		b.rec.Enlist(nilCtx)
-		b.rec.Draw().Finish(nilCtx, true, nil)
-		b.rec.Draw().Finish(nilCtx, true, func() error { return nil })
+		b.rec.Draw().Enlist(nilCtx, nil)
+		b.rec.Draw().Enlist(nilCtx, func() error { return nil })
 		shutdown(t, b.rec) // waits for any slice a nil context might have started
 
 		if got := b.rec.Stats().Misuses; got != 3 {

@@ -18,7 +18,7 @@
 // Middleware uses the two-step form, the one protocol of every adapter:
 // [Recruiter.Draw] before the handler; for a drawn request, [Draw.Context]
 // gives the handler a context on which [MarkFastExit] is recorded, and
-// after the handler [Draw.Finish] hands the slice on if the response was a
+// after the handler [Draw.Enlist] hands the slice on if the response was a
 // fast exit, with a flush hook for inline mode. A dismissed draw costs
 // nanoseconds, allocates nothing and never touches Redis.
 //

@@ -73,7 +73,9 @@ func ExampleRecruiter_Draw() {
 			next.ServeHTTP(w, r.WithContext(ctx))
 			// In the background once the request's context ends; inline,
 			// after the flush sends the response.
-			draw.Finish(ctx, draw.Marked(ctx), http.NewResponseController(w).Flush)
+			if draw.Marked(ctx) {
+				draw.Enlist(ctx, http.NewResponseController(w).Flush)
+			}
 		})
 	}
 	_ = middleware

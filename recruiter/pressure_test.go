@@ -177,7 +177,7 @@ func TestPressureInBackground(t *testing.T) {
 	}), recruiter.JobConfig{Rate: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	d := b.rec.Draw()
-	d.Finish(d.Context(ctx), true, nil)
+	d.Enlist(d.Context(ctx), nil)
 	cancel() // the request ends: the slice goes to the gate
 	deadline := time.Now().Add(10 * time.Second)
 	for {

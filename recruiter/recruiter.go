@@ -190,31 +190,31 @@ func (d Draw) Context(ctx context.Context) context.Context {
 // [Draw.Context] returned, as a fast exit.
 func (d Draw) Marked(ctx context.Context) bool { return marked(ctx) }
 
-// Finish hands the drawn slice on once the handler has returned: nothing
-// happens unless fastExit. ctx is the request's context (the one
-// [Draw.Context] returned, or its parent).
+// Enlist hands the drawn slice on once the handler has returned with a
+// fast exit; after any other response, do not call it. ctx is the
+// request's context (the one [Draw.Context] returned, or its parent).
 //
 // In background mode (the default) the slice starts on a goroutine of its
 // own once ctx is done, which servers do when the handler has returned,
 // so that stolen work does not compete with the response; a ctx that is
 // never done holds the slice's slot for at most a few seconds.
 //
-// In inline mode ([Config.Inline]) Finish calls flush, which sends the
+// In inline mode ([Config.Inline]) Enlist calls flush, which sends the
 // response to the client, then runs the slice before it returns. A nil
 // flush means there is nothing to send first. When flush fails (the
 // writer cannot flush, as under http.TimeoutHandler), the slice goes to
 // the background instead, so that it never holds the response back.
 //
-// A dismissed Draw does nothing. Finish a Draw at most once (a second,
-// while the first slice runs, is gated: the job is already running here). Errors and panics of the slice
-// never reach the caller. A nil ctx is a programming error: the slice is
-// dismissed, the first one logged with its stack, all counted in
-// [Stats].Misuses.
-func (d Draw) Finish(ctx context.Context, fastExit bool, flush func() error) {
+// A dismissed Draw does nothing. Enlist a Draw at most once (a second,
+// while the first slice runs, is gated: the job is already running here).
+// Errors and panics of the slice never reach the caller. A nil ctx is a
+// programming error: the slice is dismissed, the first one logged with
+// its stack, all counted in [Stats].Misuses.
+func (d Draw) Enlist(ctx context.Context, flush func() error) {
 	switch {
-	case d.e == nil || !fastExit:
+	case d.e == nil:
 	case ctx == nil:
-		d.r.misused("Draw.Finish or Enlist called with a nil context")
+		d.r.misused("Draw.Enlist or Recruiter.Enlist called with a nil context")
 	case !d.r.cfg.Inline:
 		d.r.start(ctx, d.e, d.share, ctx.Done(), false)
 	case flush != nil && flush() != nil:
@@ -234,12 +234,12 @@ func (r *Recruiter) misused(what string) {
 }
 
 // Enlist offers the caller's time after a fast exit: one roll and, if a
-// job is drawn, one slice of it, run as [Draw.Finish] runs it (in the
+// job is drawn, one slice of it, run as [Draw.Enlist] runs it (in the
 // background once ctx is done, or inline with [Config.Inline]). It is the
 // one-call form for code that knows it just exited fast; middleware uses
 // [Recruiter.Draw].
 func (r *Recruiter) Enlist(ctx context.Context) {
-	r.Draw().Finish(ctx, true, nil)
+	r.Draw().Enlist(ctx, nil)
 }
 
 // open reports whether e could run now, from this process's own state.

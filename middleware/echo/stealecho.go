@@ -86,7 +86,10 @@ func (s *stealer) serveDrawn(c echo.Context, draw recruiter.Draw, next echo.Hand
 		Marked:  draw.Marked(ctx),
 		Elapsed: time.Since(began),
 	}
-	draw.Finish(ctx, s.classify(exit), func() error {
+	if !s.classify(exit) {
+		return err
+	}
+	draw.Enlist(ctx, func() error {
 		// An error's response is written by echo's HTTPErrorHandler after
 		// the chain, so there is nothing to send yet: flushing would commit
 		// an empty 200 in its place.

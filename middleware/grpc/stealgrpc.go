@@ -58,7 +58,9 @@ func serveUnaryDrawn(ctx context.Context, draw recruiter.Draw, classify Classifi
 	if err == nil {
 		exit.Response = resp // gRPC sends no response with an error
 	}
-	draw.Finish(ctx, classify(exit), nil)
+	if classify(exit) {
+		draw.Enlist(ctx, nil)
+	}
 	return resp, err
 }
 
@@ -90,7 +92,9 @@ func serveStreamDrawn(draw recruiter.Draw, classify Classifier,
 		Elapsed:    time.Since(began),
 		Stream:     true,
 	}
-	draw.Finish(ctx, classify(exit), nil)
+	if classify(exit) {
+		draw.Enlist(ctx, nil)
+	}
 	return err
 }
 

@@ -77,7 +77,10 @@ func serveDrawn(draw recruiter.Draw, classify Classifier, next http.Handler, w h
 	if exit.Status == 0 {
 		exit.Status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
-	draw.Finish(r.Context(), classify(exit), func() error {
+	if !classify(exit) {
+		return
+	}
+	draw.Enlist(r.Context(), func() error {
 		if hijacked {
 			return nil // the connection is the handler's: nothing of ours to send
 		}
