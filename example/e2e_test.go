@@ -21,11 +21,11 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/example/catalogpb"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/telemetry"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // TestExampleEndToEnd runs the built example as a process, drives each of

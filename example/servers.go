@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/worksteal/worksteal/telemetry/dashboard"
+	"github.com/worksteal/worksteal/dashboard"
 )
 
 // listeners are the three stacks' ports and the admin port, bound before

@@ -1,8 +1,9 @@
 // Package telemetry holds the OpenTelemetry names that worksteal records
 // under, for queries and dashboards: its scope, its span, the span's and
 // metrics' attributes, the metrics and the outcomes of a recruitment. The
-// recruiter records them; the page that shows them live is
-// [github.com/worksteal/worksteal/telemetry/dashboard].
+// recruiter and a tasks Mux record them; the page that shows a recruiter
+// live is [github.com/worksteal/worksteal/dashboard]. This package is a
+// leaf: it imports nothing of worksteal's, so every package may use it.
 //
 // # Spans
 //

@@ -24,9 +24,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

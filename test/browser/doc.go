@@ -1,4 +1,4 @@
-// Package browser drives telemetry/dashboard in a real headless Chromium
+// Package browser drives the dashboard package in a real headless Chromium
 // (chromedp), through the dashboard's public API only: the page refreshes
 // itself from a live recruiter, keeps its Content-Security-Policy, marks
 // a server that stopped answering as stale, and explains its numbers

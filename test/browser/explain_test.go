@@ -11,8 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 const evictionRisk = `allkeys-lru may evict the job locks <b>and</b> queued items when Redis is full: set maxmemory-policy noeviction`

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/tasks"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // fakeTasks is a TaskSource whose counts the test sets.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 type fixedSource struct{}

@@ -35,7 +35,7 @@ type DocumentTask struct {
 func (d *Dashboard) taskRows() (rows []DocumentTask, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("telemetry: the dashboard's task source panicked: %v", v)
+			err = fmt.Errorf("dashboard: a task source panicked: %v", v)
 		}
 	}()
 	rows = []DocumentTask{}

@@ -16,8 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

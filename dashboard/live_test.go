@@ -12,9 +12,9 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // liveRecruiter starts a Redis and a recruiter on it with a recording

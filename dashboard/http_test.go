@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 const traceA = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -68,14 +68,14 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		enc := json.NewEncoder(&body)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
-			http.Error(w, "telemetry: encoding the dashboard: "+err.Error(), http.StatusInternalServerError)
+			http.Error(w, "dashboard: encoding the document: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 	} else {
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Content-Security-Policy", dashboardCSP)
 		if err := dashboardPage.Execute(&body, d.view(doc)); err != nil {
-			http.Error(w, "telemetry: rendering the dashboard: "+err.Error(), http.StatusInternalServerError)
+			http.Error(w, "dashboard: rendering the page: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 	}

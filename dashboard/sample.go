@@ -142,7 +142,7 @@ func (d *Dashboard) readGauges() []gaugeValue {
 func (d *Dashboard) stats() (stats recruiter.Stats, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("telemetry: the dashboard's source panicked: %v", p)
+			err = fmt.Errorf("dashboard: the source panicked: %v", p)
 		}
 	}()
 	return d.src.Stats(), nil

@@ -15,8 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/dashboard"
 	"github.com/worksteal/worksteal/recruiter"
-	"github.com/worksteal/worksteal/telemetry/dashboard"
 )
 
 // A gauge at the edge of float64 once made the axis round to infinity and
