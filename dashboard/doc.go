@@ -27,7 +27,8 @@
 //
 // With ?format=json, or Accept: application/json (without text/html), it
 // serves a [Document] instead: a stable document for scripts, with
-// durations in milliseconds and times in RFC 3339.
+// durations in milliseconds and times in RFC 3339. [Dashboard.Document]
+// returns the same value to Go code.
 //
 // # Reading the jobs table
 //

@@ -117,6 +117,12 @@ type DocumentRecruitment struct {
 	Error      string            `json:"error,omitempty"`
 }
 
+// Document returns what the dashboard serves as JSON, as of now: a fresh
+// snapshot of its source and task sources, with the samples kept. It is
+// for a host that serves, logs or checks the document its own way; the
+// handler serves the same value. It fails when a source's Stats panics.
+func (d *Dashboard) Document() (Document, error) { return d.document(d.now()) }
+
 // document builds the dashboard's document at now from a fresh snapshot
 // of its source and the samples kept; it fails if the source panics.
 func (d *Dashboard) document(now time.Time) (Document, error) {
