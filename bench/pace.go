@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/pacefleet"
+	"github.com/worksteal/worksteal/internal/testing/pacefleet"
 )
 
 // The pace benchmark (`-pace`, `make bench-pace`): automatic pace against

@@ -15,7 +15,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"

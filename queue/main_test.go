@@ -12,7 +12,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 )
 

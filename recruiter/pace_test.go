@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/pacefleet"
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testing/pacefleet"
 )
 
 // TestAutomaticPace: a job with Every and no Rate runs in at least 85 % of

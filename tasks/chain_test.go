@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"

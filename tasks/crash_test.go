@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"

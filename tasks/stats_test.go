@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"

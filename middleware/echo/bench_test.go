@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealecho "github.com/worksteal/worksteal/middleware/echo"
 	"github.com/worksteal/worksteal/recruiter"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealecho "github.com/worksteal/worksteal/middleware/echo"
 )
 

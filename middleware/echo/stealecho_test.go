@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealecho "github.com/worksteal/worksteal/middleware/echo"
 	"github.com/worksteal/worksteal/recruiter"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealecho "github.com/worksteal/worksteal/middleware/echov5"
 	"github.com/worksteal/worksteal/recruiter"
 )

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealecho "github.com/worksteal/worksteal/middleware/echov5"
 	"github.com/worksteal/worksteal/recruiter"
 )

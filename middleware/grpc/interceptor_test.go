@@ -10,7 +10,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealgrpc "github.com/worksteal/worksteal/middleware/grpc"
 	"github.com/worksteal/worksteal/recruiter"
 )

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealgrpc "github.com/worksteal/worksteal/middleware/grpc"
 	"github.com/worksteal/worksteal/recruiter"
 )

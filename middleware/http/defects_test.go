@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
 )

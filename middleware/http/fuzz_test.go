@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
 )

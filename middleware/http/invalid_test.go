@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
 )

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/internal/stealtest"
+	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
 )

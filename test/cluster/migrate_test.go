@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 )
 
 // A queue of 2,000 items drains on a 3-master cluster while its hash-tag

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 )
 
 // A queue of 3,000 items drains on a 3-master cluster while the master

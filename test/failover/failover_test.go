@@ -9,7 +9,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/heal"
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 )
 
 // servers is how many web servers the app runs, each with its own client.

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"

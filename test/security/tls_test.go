@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 )
 
 // Over a TLS-only Redis (--port 0, a CA made by the test), a client from a
