@@ -99,11 +99,20 @@ type grant struct {
 // visit, so that a lull does not make the fleet learn its pace anew.
 const acquireKeep = 8
 
-// acquire takes the lock for a new slice and returns its token, or says
-// why not; weight is what the visit adds to the pacer's count of the
-// fleet's processes (automatic pace).
-func (l jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64) (token string, g grant, err error) {
-	token = rand.Text()
+// heldLock is a job's lock as a slice holds it: the lock, the client it
+// lives in, and the slice's token, which every step compares before it
+// acts. The zero heldLock holds nothing.
+type heldLock struct {
+	lock  *jobLock
+	rdb   redis.Scripter
+	token string
+}
+
+// acquire takes the lock for a new slice, or says why not; weight is what
+// the visit adds to the pacer's count of the fleet's processes (automatic
+// pace). The heldLock holds the lock only when g.state is lockTaken.
+func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64) (h heldLock, g grant, err error) {
+	token := rand.Text()
 	auto, keep := "0", int64(0)
 	if l.auto {
 		auto, keep = "1", acquireKeep*max(l.every, l.ttl).Milliseconds()
@@ -111,12 +120,15 @@ func (l jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
 		auto, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep).Slice()
 	if err != nil {
-		return "", grant{}, err
+		return heldLock{}, grant{}, err
 	}
 	if g, err = parseGrant(reply); err != nil {
-		return "", grant{}, fmt.Errorf("unexpected reply %v: %w", reply, err)
+		return heldLock{}, grant{}, fmt.Errorf("unexpected reply %v: %w", reply, err)
 	}
-	return token, g, nil
+	if g.state != lockTaken {
+		return heldLock{}, g, nil
+	}
+	return heldLock{lock: l, rdb: rdb, token: token}, g, nil
 }
 
 func parseGrant(reply []any) (grant, error) {
@@ -159,9 +171,9 @@ func bounded(ms int64) time.Duration {
 	return time.Duration(min(ms, pauseMax.Milliseconds())) * time.Millisecond
 }
 
-// refresh gives a held lock ttl more to live.
-func (l jobLock) refresh(ctx context.Context, rdb redis.Scripter, token string, ttl time.Duration) error {
-	return held(refreshScript.Run(ctx, rdb, []string{l.key}, token, ttl.Milliseconds()).Int64())
+// refresh gives the held lock ttl more to live.
+func (h heldLock) refresh(ctx context.Context, ttl time.Duration) error {
+	return held(refreshScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, ttl.Milliseconds()).Int64())
 }
 
 // Marks of a release, for automatic pace.
@@ -173,18 +185,18 @@ const (
 	releaseDone  = "done" // a backlog streak ended
 )
 
-// release ends a held lock's slice.
-func (l jobLock) release(ctx context.Context, rdb redis.Scripter, token, mark string) error {
-	return held(releaseScript.Run(ctx, rdb, []string{l.key}, token, mark).Int64())
+// release ends the held lock's slice.
+func (h heldLock) release(ctx context.Context, mark string) error {
+	return held(releaseScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, mark).Int64())
 }
 
-// rest ends a held lock's slice and lets the job rest for d, fleet-wide.
-func (l jobLock) rest(ctx context.Context, rdb redis.Scripter, token string, d time.Duration) error {
-	return held(restScript.Run(ctx, rdb, []string{l.key}, token, d.Milliseconds()).Int64())
+// rest ends the held lock's slice and lets the job rest for d, fleet-wide.
+func (h heldLock) rest(ctx context.Context, d time.Duration) error {
+	return held(restScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, d.Milliseconds()).Int64())
 }
 
 // pause pauses the job for d, fleet-wide; d == 0 resumes it.
-func (l jobLock) pause(ctx context.Context, rdb redis.Scripter, d time.Duration) error {
+func (l *jobLock) pause(ctx context.Context, rdb redis.Scripter, d time.Duration) error {
 	return pauseScript.Run(ctx, rdb, []string{l.key}, d.Milliseconds()).Err()
 }
 

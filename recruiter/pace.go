@@ -148,43 +148,6 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	return next
 }
 
-// windowEnded takes in a window of rateWindow dismissed draws, which
-// ended now at the n-th: a rate rateJump times the usual one or more
-// brings the next visit forward. One draw takes it in.
-func (e *entry) windowEnded(n uint64, now time.Time) {
-	end := e.stats.windowEnd.Load()
-	if n < end || !e.stats.windowEnd.CompareAndSwap(end, math.MaxUint64) {
-		return
-	}
-	defer e.stats.windowEnd.Store(n + rateWindow)
-	p := &e.pace
-	elapsed := now.UnixNano() - p.windowStart.Swap(now.UnixNano())
-	rate := rateWindow / float64(elapsed)
-	learnt := float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot
-	switch old := p.rate.Load(); {
-	case end == rateWindow || elapsed <= 0:
-		// The first window began at registration, before any traffic:
-		// it sets no usual rate.
-	case old == 0:
-		p.rate.Store(rate)
-	case rate < rateJump*old:
-		p.rate.Store(old + (rate-old)/4)
-	case learnt == 0:
-		p.rate.Store(rate) // no fleet's size learnt yet to guess from
-	default:
-		// The fleet's traffic, as this process saw it before the jump
-		// (kept through the jumps of one guess), over its share now.
-		if now.UnixNano() >= p.guessUntil.Load() {
-			p.traffic.Store(learnt * old)
-			p.learnt.Store(learnt)
-			p.jumped.Store(now.UnixNano())
-		}
-		p.guessUntil.Store(now.Add(guessSlots * e.cfg.Every).UnixNano())
-		p.rate.Store(rate)
-		e.replan(now)
-	}
-}
-
 // guessSlots is how long a fleet size guessed from a jump in traffic caps
 // what visits learn: the count forgets an old fleet by an eighth a slot,
 // so after 40 slots less than 1 % of it is left.
@@ -208,32 +171,6 @@ func (p *pace) shrank(fleet, guess float64, every time.Duration, now time.Time) 
 	slots := float64(now.UnixNano()-p.jumped.Load()) / float64(every)
 	left := guess + (p.learnt.Load()-guess)*math.Pow(1-1.0/8, max(slots-1, 0))
 	return fleet <= 1.5*left
-}
-
-// replan plans this process's visits from the fleet's size that its
-// traffic implies: its next visit is the sooner of the planned one and a
-// fresh draw from now. Only while the job cools off for a random visit:
-// not while a slice runs here (it plans anew), nor paused, nor in a
-// backlog, nor held off by the lock past the plan.
-func (e *entry) replan(now time.Time) {
-	p := &e.pace
-	planned, fleet := p.planned.Load(), p.guess(now)
-	if fleet == 0 || e.running.Load() || e.backlog.Load() || e.pausedUntil.Load() != 0 ||
-		p.floor.Load() >= planned || e.coolUntil.Load() != planned {
-		return
-	}
-	mean, old := fleet/visitsPerSlot*float64(e.cfg.Every), float64(p.interval.Load())
-	if mean >= old {
-		return
-	}
-	next := min(max(now.Add(time.Duration(rand.ExpFloat64()*mean)).UnixNano(), p.floor.Load()), planned)
-	if e.coolUntil.CompareAndSwap(planned, next) {
-		// Two plans at once, of means old and mean: the visit comes at
-		// the sooner, as often as both together, and weighs that.
-		p.interval.Store(int64(old * mean / (old + mean)))
-		p.gapMean.Store(int64(mean))
-		p.planned.Store(next)
-	}
 }
 
 // backlog plans the next slice of a job in a backlog streak, after its
@@ -273,14 +210,5 @@ func (r *Recruiter) reshare() {
 		if e.lock.auto {
 			e.share.Store(max(1-fixed, 0) / float64(auto))
 		}
-	}
-}
-
-// learn takes in what an acquire said of the job's pause.
-func (e *entry) learn(g grant, now time.Time) {
-	if g.state == lockPaused {
-		e.pausedUntil.Store(now.Add(g.wait).UnixNano())
-	} else {
-		e.pausedUntil.Store(0)
 	}
 }

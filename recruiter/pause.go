@@ -64,16 +64,3 @@ func (r *Recruiter) setPause(ctx context.Context, job string, d time.Duration) e
 	}
 	return nil
 }
-
-// pauseRecheck is how long a process that found e paused stays away before
-// it asks again: until the slot ends (left, under automatic pace), one
-// Every, or pauseRecheck.
-func (e *entry) pauseRecheck(left time.Duration) time.Duration {
-	switch {
-	case e.lock.auto && left > 0:
-		return left
-	case e.cfg.Every > 0:
-		return e.cfg.Every
-	}
-	return pauseRecheck
-}

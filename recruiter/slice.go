@@ -13,12 +13,25 @@ import (
 	"github.com/worksteal/worksteal/internal/heal"
 )
 
+// slice is one recruitment of a job, from its visit to the job's lock to
+// the lock's hand-on: what the visit learnt, and the lock it holds.
+type slice struct {
+	r     *Recruiter
+	e     *entry
+	ctx   context.Context // the recruitment span's, not cancelled with the request
+	lock  heldLock        // zero unless the visit took the lock
+	g     grant           // what the visit learnt
+	taken time.Time       // when it learnt it
+	until time.Time       // how long this process stays away; automatic pace: its next planned visit
+}
+
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
 // It reports whether the slice was left hung, its job still taken.
 func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64) (hung bool) {
 	ctx, span := r.tel.start(context.WithoutCancel(enlisting), e.name, share)
-	res, hung := r.recruit(ctx, e, share)
+	s := &slice{r: r, e: e, ctx: ctx}
+	res, hung := s.recruit()
 	r.tel.end(ctx, span, e.name, res)
 	e.stats.record(res, r.now())
 	return hung
@@ -28,7 +41,8 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64)
 // its lock's TTL, when its budget and every margin are long spent.
 func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
 
-func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res result, hung bool) {
+func (s *slice) recruit() (res result, hung bool) {
+	r, e, ctx := s.r, s.e, s.ctx
 	// A visit that continues this process's backlog (pace.backlog planned
 	// it) weighs nothing: the fleet's count sums the random visits that
 	// plan makes, and a streak's visits, several a slot, would swell it, so
@@ -39,7 +53,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 		weight = e.pace.weight(e.cfg.Every)
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	token, g, err := e.lock.acquire(lctx, r.rdb, weight)
+	held, g, err := e.lock.acquire(lctx, r.rdb, weight)
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
@@ -55,21 +69,20 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 		r.reachedRedis.Store(true)
 		r.wakeTimer() // to read the eviction policy
 	}
-	taken := r.now()
-	e.learn(g, taken)
+	s.lock, s.g, s.taken = held, g, r.now()
+	e.learn(g, s.taken)
 	// How long this process stays away; automatic pace plans its next
 	// visit no sooner.
-	until := taken.Add(e.holdOff(g))
+	s.until = s.taken.Add(e.holdOff(g))
 	if e.lock.auto {
-		until = e.pace.plan(g, e.cfg.Every, taken, until)
-	}
-	if g.state != lockTaken {
-		r.breaker.succeed()
-		e.coolOff(until)
-		return skipped(g), false
+		s.until = e.pace.plan(g, e.cfg.Every, s.taken, s.until)
 	}
 	r.breaker.succeed()
-	stopGuard := r.guardLock(ctx, e, token)
+	if g.state != lockTaken {
+		e.coolOff(s.until)
+		return skipped(g), false
+	}
+	stopGuard := s.guard()
 	// The job runs on a goroutine of its own so that a job that never
 	// returns costs its process one goroutine, not a slot (and, inline, not
 	// the request).
@@ -80,7 +93,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 	select {
 	case res := <-ran:
 		stopGuard()
-		r.finish(ctx, e, token, g, taken, until, res)
+		s.finish(res)
 		return res, false
 	case <-timer.C:
 	}
@@ -96,7 +109,7 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 		defer r.slices.Done()
 		res := <-ran
 		stopGuard()
-		r.finish(ctx, e, token, g, taken, until, res)
+		s.finish(res)
 		r.cfg.Logger.WarnContext(ctx, "worksteal: hung slice returned; the job can run again",
 			slog.String("job", e.name), slog.Duration("elapsed", res.Duration), slog.String("outcome", string(res.Outcome)))
 		r.hanging.Add(-1)
@@ -110,12 +123,13 @@ func (r *Recruiter) recruit(ctx context.Context, e *entry, share float64) (res r
 // Redis) miss several renewals before another process could take the job.
 const guardLife = 2 * time.Second
 
-// guardLock keeps the lock of a slice that runs past its budget and margin
+// guard keeps the lock of a slice that runs past its budget and margin
 // alive for as long as the slice runs, so that no other process starts the
 // job beside it, and says so in the log. A process that dies leaves the
 // lock to expire within guardLife, or twice its usual TTL if longer. It
 // returns the function that stops it.
-func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop func()) {
+func (s *slice) guard() (stop func()) {
+	r, e, ctx := s.r, s.e, s.ctx
 	var (
 		mu      sync.Mutex
 		stopped bool
@@ -124,7 +138,7 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop
 	)
 	extend := func() {
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-		err := e.lock.refresh(rctx, r.rdb, token, max(2*e.lock.ttl, guardLife))
+		err := s.lock.refresh(rctx, max(2*e.lock.ttl, guardLife))
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
@@ -158,28 +172,6 @@ func (r *Recruiter) guardLock(ctx context.Context, e *entry, token string) (stop
 		stopped = true
 		timer.Stop()
 	}
-}
-
-// holdOff is how long the acquire says this process cannot run the job,
-// so that it asks Redis again only when it could succeed.
-func (e *entry) holdOff(g grant) time.Duration {
-	switch {
-	case g.state == lockTaken:
-		return g.left // automatic pace: the slot's run is ours
-	case g.wait < 0:
-		// A lock without expiry, of an earlier version: not ours to judge;
-		// ask again after the longer of a lock's life and Every.
-		return max(e.lock.ttl, e.cfg.Every)
-	case g.state == lockPaused:
-		return min(g.wait, e.pauseRecheck(g.left))
-	case g.state == lockRunning:
-		// A running slice ends at its budget, a margin before its lock
-		// expires; past that it overruns, and the lock's expiry is the bound.
-		if wait := g.wait - (e.lock.ttl - e.cfg.Budget); wait > 0 {
-			return wait
-		}
-	}
-	return g.wait
 }
 
 // skipped is the outcome of an acquire that did not take the lock.
@@ -260,7 +252,8 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
 // the job's cooldown; without Every it is released, with this process
 // resting the job for one budget so that an idle job cannot turn request
 // traffic into Redis traffic.
-func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant, taken, until time.Time, res result) {
+func (s *slice) finish(res result) {
+	r, e, ctx, g := s.r, s.e, s.ctx, s.g
 	more := res.Outcome == OutcomeRan && res.More
 	found := res.Outcome == OutcomeRan && res.Items > 0
 	streak := g.streak // under automatic pace, the streak after this slice
@@ -287,24 +280,24 @@ func (r *Recruiter) finish(ctx context.Context, e *entry, token string, g grant,
 		} else if streak < g.streak {
 			mark = releaseLess
 		}
-		err = e.lock.release(fctx, r.rdb, token, mark)
+		err = s.lock.release(fctx, mark)
 	case more:
-		err = e.lock.release(fctx, r.rdb, token, releasePlain)
+		err = s.lock.release(fctx, releasePlain)
 	case e.lock.auto && g.streak > 0:
-		e.coolOff(until)
-		err = e.lock.release(fctx, r.rdb, token, releaseDone)
-	case e.lock.auto && res.Duration <= e.cfg.Budget && taken.Add(e.lock.ttl+e.lock.ttl/8).Before(taken.Add(g.left)):
-		e.coolOff(until)
+		e.coolOff(s.until)
+		err = s.lock.release(fctx, releaseDone)
+	case e.lock.auto && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
+		e.coolOff(s.until)
 		return
 	case e.lock.auto:
-		e.coolOff(until)
-		err = e.lock.release(fctx, r.rdb, token, releasePlain)
+		e.coolOff(s.until)
+		err = s.lock.release(fctx, releasePlain)
 	case remaining > time.Millisecond:
 		e.coolOff(now.Add(remaining))
-		err = e.lock.rest(fctx, r.rdb, token, remaining)
+		err = s.lock.rest(fctx, remaining)
 	default:
 		e.coolOff(now.Add(e.cfg.Budget))
-		err = e.lock.release(fctx, r.rdb, token, releasePlain)
+		err = s.lock.release(fctx, releasePlain)
 	}
 	switch {
 	case errors.Is(err, errLockNotHeld):

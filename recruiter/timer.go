@@ -20,17 +20,6 @@ import (
 // an enlistment to make it.
 const timerGraceMax = time.Second
 
-// timerGrace is how long past its planned visit the timer leaves a job to
-// traffic: an eighth of Every, at most timerGraceMax, so the visit still
-// falls early in the slot it was aimed at. A backlog has none: its
-// process planned the next slice for itself.
-func (e *entry) timerGrace() time.Duration {
-	if e.backlog.Load() {
-		return 0
-	}
-	return min(e.cfg.Every/8, timerGraceMax)
-}
-
 // timerRetry is how soon the timer looks again at a job that is due but
 // cannot start here now (its slice or every slot busy, the breaker open);
 // a slice's end wakes it sooner.

@@ -1,67 +1,9 @@
 package recruiter
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 )
-
-// entry is a registered job with its local state. Its fields are set once
-// at registration; the atomics are what draws and slices share.
-type entry struct {
-	job  Job
-	name string
-	cfg  JobConfig
-	lock jobLock
-
-	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
-	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
-	backlog     atomic.Bool  // the last slice here reported More: its process continues it (the timer without traffic)
-	running     atomic.Bool  // a slice of this job is under way in this process
-	_           [64]byte     // keep the fields every draw reads off the counters' lines
-	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
-	pace        pace         // automatic pace: when this process visits the job's lock
-	stats       jobStats
-
-	pressurePassed atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
-}
-
-// newEntry takes the name validated at registration: Name is called once.
-func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time) *entry {
-	e := &entry{
-		job:  job,
-		name: name,
-		cfg:  cfg,
-		lock: newJobLock(prefix, name, cfg),
-	}
-	e.share.Store(cfg.Rate) // reshare gives automatic jobs theirs
-	e.pace.planned.Store(now.UnixNano())
-	e.pace.windowStart.Store(now.UnixNano())
-	end := uint64(math.MaxUint64) // a fixed rate counts no windows
-	if e.lock.auto {
-		end = rateWindow
-	}
-	e.stats.windowEnd.Store(end)
-	e.stats.durations.init()
-	return e
-}
-
-// coolingOff reports whether this process has learnt that the job cannot
-// run before some later time (its lock is held elsewhere, it is in its
-// cluster-wide cooldown, or it has just run here).
-func (e *entry) coolingOff(now time.Time) bool {
-	return now.UnixNano() < e.coolUntil.Load()
-}
-
-// coolOff makes this process leave e alone until then; the zero time ends
-// a cool-off.
-func (e *entry) coolOff(until time.Time) {
-	if until.IsZero() {
-		e.coolUntil.Store(0)
-		return
-	}
-	e.coolUntil.Store(until.UnixNano())
-}
 
 // breaker stops recruitment from touching Redis after threshold consecutive
 // failures, for cooldown; then a single slice probes, and its success
