@@ -3,15 +3,17 @@
 // otherwise do, in slices small enough to borrow from web servers.
 //
 //	q, err := queue.New(rdb, "thumbnails", queue.Config{})
-//	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{})
-//	err = rec.Register(tidy, recruiter.JobConfig{Every: 10 * time.Second})
+//	drain, err := jobs.Drain(q, handle, jobs.DrainConfig{})
+//	err = rec.Register(drain, recruiter.JobConfig{Every: time.Second})
 //
 // # The jobs
 //
-//   - [TidyStale] hands a queue's expired leases back (crashed or stuck workers).
-//   - [PromoteDue] moves a queue's delayed items (retries, delayed
-//     enqueues) whose time has come.
-//   - [Drain] works a queue off, calling a [Handler] for each item.
+//   - [Drain] works a queue off, calling a [Handler] for each item, and
+//     maintains it: its claims bring back the retries and delayed items
+//     that are due and the expired leases of crashed or stuck workers.
+//   - [TidyStale] hands a queue's expired leases back, and [PromoteDue]
+//     moves its delayed items whose time has come: what a Drain's claims
+//     do already, for a queue that no Drain works (see below).
 //   - [EvictExpired] removes the expired fields of an [exphash.Hash].
 //   - [EvictExpiredMembers] removes the expired members of a sorted set
 //     scored by expiry time.
@@ -36,10 +38,22 @@
 // instead): its work would be done in Redis all the same but go uncounted,
 // and a claim cut short would strand its items until their leases expire.
 // A slice reports the entries it handled as Items, and More when its last
-// batch was full (or, for Drain, when it handed items back), so that the
-// recruiter lets the next recruit continue at once.
+// batch was full (or, for Drain, when it handed items back or its claim's
+// maintenance reached its bound), so that the recruiter lets the next
+// recruit continue at once.
 //
 // # Drain
+//
+// A Drain is all a queue needs: each of its claims
+// ([queue.Queue.Claim]) first promotes what is due and hands back what
+// expired, up to the batch's size of each, in the same script call, so
+// retries, delayed items and a crashed worker's leases come back with no
+// other job, at no round trip of their own; a slice reports More while
+// either step reached its bound. [TidyStale] and [PromoteDue] earn their
+// place only for a queue whose items your own workers claim (rarely, or
+// not at the moment): there they keep retries, delayed items and expired
+// leases moving, and Stats counting them as pending, in the meantime.
+// Registered beside a Drain they are harmless, and mostly find nothing.
 //
 // [Drain]'s handler takes one item at a time, so that the job, not the
 // handler, decides which items were started: those it could not start

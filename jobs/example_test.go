@@ -15,8 +15,9 @@ import (
 )
 
 // A queue kept moving by the web servers themselves: drained in slices of
-// 20ms, its crashed workers' leases tidied and its retries promoted at
-// most once a second each across the fleet.
+// 20ms about once a second across the fleet, sooner while a backlog
+// lasts. The drain's claims also bring back its retries and delayed items
+// when due and its crashed workers' expired leases: no other job needed.
 func ExampleDrain() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	rec, err := recruiter.New(rdb, recruiter.Config{})
@@ -37,6 +38,27 @@ func ExampleDrain() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	if err := rec.Register(drain, recruiter.JobConfig{Every: time.Second, Budget: 20 * time.Millisecond}); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// A queue that workers of your own claim from (queue.Queue.Claim, Ack,
+// Nack), which may all be down for a while: the web servers hand its
+// crashed workers' expired leases back and promote its due retries in
+// the meantime, so that they wait as pending and Stats says so. (A queue
+// worked by a Drain needs neither: its claims do both.)
+func ExampleTidyStale() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rec, err := recruiter.New(rdb, recruiter.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rec.Shutdown(context.Background())
+	q, err := queue.New(rdb, "invoices", queue.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	tidy, err := jobs.TidyStale(q, jobs.TidyConfig{})
 	if err != nil {
 		log.Fatal(err)
@@ -45,15 +67,8 @@ func ExampleDrain() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, r := range []struct {
-		job recruiter.Job
-		cfg recruiter.JobConfig
-	}{
-		{drain, recruiter.JobConfig{Every: time.Second, Budget: 20 * time.Millisecond}}, // sooner while a backlog lasts
-		{tidy, recruiter.JobConfig{Every: 10 * time.Second}},
-		{promote, recruiter.JobConfig{Every: time.Second}},
-	} {
-		if err := rec.Register(r.job, r.cfg); err != nil {
+	for _, job := range []recruiter.Job{tidy, promote} {
+		if err := rec.Register(job, recruiter.JobConfig{Every: 10 * time.Second}); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -19,6 +19,9 @@ type TidyConfig struct {
 // workers) back to q's pending list, or to its dead letters at the last
 // attempt, with [queue.Queue.Tidy]. A slice's Items counts the leases
 // handed back; More says that its last batch was full.
+//
+// A [Drain] of q does this already, with each claim: TidyStale is for a
+// queue that no Drain works, whose items your own code claims.
 func TidyStale(q *queue.Queue, cfg TidyConfig) (recruiter.Job, error) {
 	return queueStep{kind: "tidy", batch: tidyBatchDefault, run: (*queue.Queue).Tidy}.job(q, cfg.Batching)
 }
@@ -32,9 +35,11 @@ type PromoteConfig struct {
 
 // PromoteDue returns the job that moves q's delayed items (nacked, waiting
 // for their retry, or enqueued with a delay) whose time has come to the
-// pending list, with
-// [queue.Queue.Promote]. A slice's Items counts the items moved; More says
-// that its last batch was full.
+// pending list, with [queue.Queue.Promote]. A slice's Items counts the
+// items moved; More says that its last batch was full.
+//
+// A [Drain] of q does this already, with each claim: PromoteDue is for a
+// queue that no Drain works, whose items your own code claims.
 func PromoteDue(q *queue.Queue, cfg PromoteConfig) (recruiter.Job, error) {
 	return queueStep{kind: "promote", batch: promoteBatchDefault, run: (*queue.Queue).Promote}.job(q, cfg.Batching)
 }

@@ -53,8 +53,9 @@ type Config struct {
 	BackoffBase time.Duration
 	// BackoffMax caps the retry delay. Default 10m.
 	BackoffMax time.Duration
-	// Lease is how long a claim lasts: past it, [Queue.Tidy] hands the item
-	// to another worker. Default 30s; at least 1ms.
+	// Lease is how long a claim lasts: past it, the next claim (or
+	// [Queue.Tidy]) hands the item to another worker. Default 30s; at
+	// least 1ms.
 	Lease time.Duration
 	// MaxAttempts is how many claims an item gets: a Nack or an expired
 	// lease at the last one moves it to the dead letters. Default 5.

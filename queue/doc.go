@@ -1,7 +1,7 @@
 // Package queue is a reliable work queue in Redis: at-least-once delivery,
 // nothing lost when a worker crashes, Redis Cluster safe, and costs that
-// stay flat as the queue grows. It is the data structure that the
-// maintenance jobs of package jobs keep in shape.
+// stay flat as the queue grows. Whoever claims from a queue keeps it
+// moving; package jobs drains it in stolen time.
 //
 //	q, err := queue.New(rdb, "thumbnails", queue.Config{})
 //	id, err := q.Enqueue(ctx, payload)
@@ -15,8 +15,8 @@
 //
 // [Queue.Enqueue] stores the payload and appends the id to the pending
 // list. [Queue.EnqueueWith] adds one item with [EnqueueOptions]: a delay
-// (the item waits among the delayed ones until [Queue.Promote] finds it
-// due), an attempt limit of its own in place of [Config.MaxAttempts], and
+// (the item waits among the delayed ones until a claim finds it due), an
+// attempt limit of its own in place of [Config.MaxAttempts], and
 // a unique key: while an item enqueued with the key is pending, delayed
 // or leased, and for at most the key's lifetime, another enqueue with it
 // adds nothing and returns the first's id. [Queue.Claim] moves ids from
@@ -34,12 +34,23 @@
 //
 // # Maintenance
 //
-// Three steps keep the queue moving; each handles at most a given count
-// (up to [BatchMax]) per call, so it can run in small slices:
-// [Queue.Tidy] hands expired leases (crashed or stuck workers) back to the
-// pending list, or to the dead letters at the last attempt;
-// [Queue.Promote] moves delayed items whose time has come back to the
-// pending list; [Queue.RequeueDead] and [Queue.PurgeDead] empty the dead
+// A queue maintains itself as it is worked: [Queue.Claim], before it
+// claims n items, and in the same script call, moves up to n delayed items
+// whose time has come (retries, delayed enqueues) to the tail of the
+// pending list, and hands up to n expired leases (crashed or stuck
+// workers) back to it, or to the dead letters at their last attempt; what
+// they bring back can be claimed by the same call. Bounded by n, a
+// claim's work grows with what its caller asked for and never brings back
+// more than one claim can take; [Queue.ClaimDetailed] reports More when
+// either step reached n, so that a worker claims again soon. With nothing
+// due or expired, it costs three reads in the script and no round trip.
+//
+// [Queue.Promote] and [Queue.Tidy] do the same two steps on their own,
+// at most a given count (up to [BatchMax]) per call: for a queue that
+// nobody claims from for a while (its own workers stopped, or claim
+// rarely) whose retries, delayed items or expired leases should still
+// move, or be seen in [Queue.Stats] as pending rather than due or
+// expired. [Queue.RequeueDead] and [Queue.PurgeDead] empty the dead
 // letters, which [Queue.Dead] lists. [Queue.Stats] shows what is waiting.
 //
 // # Guarantees
@@ -94,8 +105,8 @@
 // key, for at most its lifetime.
 //
 // A result is readable until its expiry, by Redis's clock. Each Settle
-// then drops up to two expired results per outcome it is given, and Tidy up
-// to its max, so results cannot pile up while the queue is in use; the
+// then drops up to two expired results per outcome it is given, Tidy up
+// to its max and Claim up to its n, so results cannot pile up while the queue is in use; the
 // results and expiring keys themselves expire after the last result in
 // them, so an idle queue keeps none either. (One hash rather than a key
 // per result: one bulk HSET per batch instead of a SET per item, which was

@@ -36,13 +36,13 @@ const (
 type EnqueueOptions struct {
 	// Delay holds the item back: it is due no sooner than Delay after the
 	// enqueue, by Redis's clock (rounded up to the ms), and waits among the
-	// delayed items, as a retry does, until [Queue.Promote] (the job
-	// jobs.PromoteDue) makes it pending. 0 makes it pending at once. At
+	// delayed items, as a retry does, until a claim (or [Queue.Promote])
+	// finds it due and makes it pending. 0 makes it pending at once. At
 	// most a year (365 days); negative is an error.
 	Delay time.Duration
 	// MaxAttempts is how many claims this item gets, in place of
-	// Config.MaxAttempts: a Nack, or an expired lease found by
-	// [Queue.Tidy], at that attempt dead-letters it. The item keeps it
+	// Config.MaxAttempts: a Nack, or an expired lease found by a claim
+	// or [Queue.Tidy], at that attempt dead-letters it. The item keeps it
 	// through [Queue.RequeueDead]. 0 means Config.MaxAttempts; at most
 	// 1000.
 	MaxAttempts int

@@ -55,7 +55,9 @@ func ExampleNew() {
 
 func render([]byte) ([]byte, error) { return []byte("thumbnail"), nil }
 
-// Maintenance, in small bounded steps: what package jobs runs in slices.
+// Maintenance, in small bounded steps, for a queue nobody claims from for
+// a while (every Claim does both steps first, up to its n): what package
+// jobs' TidyStale and PromoteDue run in slices.
 func ExampleQueue_Tidy() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	q, err := queue.New(rdb, "thumbnails", queue.Config{})

@@ -122,8 +122,8 @@ func (j NewJoin) validate() error {
 // reads the join's progress. The final item's value is stored at once, so
 // that Wait and [Queue.Value] find it before it runs.
 //
-// A child that dies (dead-lettered by a Nack at its last attempt, or by
-// Tidy) fails the join: the final item does not run, and Wait of the join
+// A child that dies (dead-lettered by a Nack at its last attempt, or as
+// an expired lease by a claim or Tidy) fails the join: the final item does not run, and Wait of the join
 // returns an error wrapping [ErrDead] with the child's cause, as a
 // Call of a task whose work failed would. [Queue.RequeueDead] of that
 // child makes the join run on; [Queue.PurgeDead] of it gives the join up
@@ -132,8 +132,8 @@ func (j NewJoin) validate() error {
 //
 // NewJoin.Options apply as [Queue.EnqueueWith] applies them to an item:
 // with Delay, the children wait among the delayed items, due Delay after
-// the enqueue by Redis's clock, until [Queue.Promote]; MaxAttempts is the
-// attempt limit of every child and of the final item, through
+// the enqueue by Redis's clock, until a claim promotes them; MaxAttempts
+// is the attempt limit of every child and of the final item, through
 // RequeueDead too. With a Unique key held by a live item, EnqueueJoin
 // adds nothing and returns that item's id (a join's: its id) with
 // duplicate true; concurrent calls under one key add one join. A join

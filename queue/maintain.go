@@ -44,15 +44,19 @@ var (
 // longest expired first: to the tail of the queue, or to the dead letters
 // if the item had its last attempt. It returns how many it handled; n ==
 // max means more may be waiting. The last attempt is Config.MaxAttempts,
-// or the item's own ([EnqueueOptions.MaxAttempts]).
+// or the item's own ([EnqueueOptions.MaxAttempts]). Every [Queue.Claim]
+// does this first, up to its n: Tidy is for a queue nobody claims from
+// for a while.
 func (q *Queue) Tidy(ctx context.Context, max int) (n int, err error) {
 	return q.runCount(ctx, "tidy", tidyScript, q.k.tidyKeys, max, q.cfg.MaxAttempts)
 }
 
 // Promote moves up to max (at most [BatchMax]) delayed items whose time
 // has come (retries, and items enqueued with [EnqueueOptions.Delay]) to
-// the tail of the queue, the earliest due first. It
-// returns how many it moved; n == max means more may be due.
+// the tail of the queue, the earliest due first. It returns how many it
+// moved; n == max means more may be due. Every [Queue.Claim] does this
+// first, up to its n: Promote is for a queue nobody claims from for a
+// while.
 func (q *Queue) Promote(ctx context.Context, max int) (n int, err error) {
 	return q.runCount(ctx, "promote", promoteScript, q.k.promoteKeys, max)
 }

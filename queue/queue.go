@@ -253,13 +253,13 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 type Depth struct {
 	Pending int64 // waiting to be claimed
 	Leased  int64 // claimed, not yet acked or nacked
-	Expired int64 // leased past their deadline: Tidy will hand them back
+	Expired int64 // leased past their deadline: the next claim (or Tidy) hands them back
 	Delayed int64 // waiting to be retried, or enqueued with a delay
-	Due     int64 // delayed whose time has come: Promote will make them pending
+	Due     int64 // delayed whose time has come: the next claim (or Promote) makes them pending
 	Dead    int64 // dead letters
 	// OldestPending is how long the item next in line has waited since it
-	// last became pending (enqueued, promoted, recovered by Tidy or
-	// requeued); 0 when nothing is pending.
+	// last became pending (enqueued, promoted, recovered from an expired
+	// lease or requeued); 0 when nothing is pending.
 	OldestPending time.Duration
 }
 

@@ -25,7 +25,11 @@
 // [jobs.Drain] of the queue, named "tasks.QUEUE", that dispatches each item
 // to the handler of its type: everything Drain promises holds (batches,
 // budgets, leases, one round trip to settle a batch, a panic failing its
-// item alone). A task whose type no handler has, or whose envelope or
+// item alone). Like any Drain it maintains its queue, in the claims it
+// makes anyway: failed tasks are retried after the queue's backoff,
+// delayed ones run when due, and a crashed worker's tasks come back when
+// their lease ends (at their last attempt, dead), with no other job
+// registered. A task whose type no handler has, or whose envelope or
 // arguments do not decode, fails like a handler error, with a cause
 // wrapping [ErrUnknownType] or [ErrDecode]: the queue retries it up to its
 // MaxAttempts and then dead-letters it with that cause, and the job goes
@@ -47,8 +51,8 @@
 // [Enqueue] and [Call] take [EnqueueOption]s, which map to the queue's
 // [queue.EnqueueOptions]; with or without them, an enqueue is one script
 // call, one round trip. [Delay] makes a task due later: it waits among
-// the queue's delayed items until promoted, so register
-// [jobs.PromoteDue] for the queue (retries need it as well). [Attempts]
+// the queue's delayed items until a claim of the job finds it due.
+// [Attempts]
 // gives a task its own number of attempts in place of the queue's
 // MaxAttempts. [Unique] gives it a key, per task type: while a task of
 // that type enqueued with that key is pending, delayed or running, and
@@ -65,7 +69,7 @@
 // is its first task's. The job enqueues each next step in the same
 // script call that acks the step before it (one round trip per batch
 // still), so a worker killed between a claim and its ack loses nothing
-// (the lease expires, [queue.Queue.Tidy] hands the step back), and a
+// (the lease expires, the next claim hands the step back), and a
 // step that succeeded never runs again. A step's handler reads the
 // previous step's result with [PreviousResult], or gets it as its
 // arguments when the step is a [Pipe]. A step that dies stops the chain:

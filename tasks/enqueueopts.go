@@ -33,10 +33,10 @@ type enqueueOptionFunc func(*enqueueOptions)
 func (f enqueueOptionFunc) applyEnqueue(o *enqueueOptions) { f(o) }
 
 // Delay makes the task due no sooner than d after the enqueue, by
-// Redis's clock ([queue.EnqueueOptions.Delay]). The queue's delayed items
-// become pending when promoted: register [jobs.PromoteDue] for the queue
-// (its retries need it too). d is 0 (no delay) to a year; a negative or
-// longer one fails the enqueue with [ErrInvalidArgument].
+// Redis's clock ([queue.EnqueueOptions.Delay]). It runs when the queue's
+// job ([Mux.Job]), whose claims promote the delayed items that are due,
+// next runs after that. d is 0 (no delay) to a year; a negative or longer
+// one fails the enqueue with [ErrInvalidArgument].
 func Delay(d time.Duration) EnqueueOption {
 	return enqueueOptionFunc(func(o *enqueueOptions) { o.Delay = d })
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"
 )
@@ -23,16 +23,12 @@ func mustEnqueueWith[A any](t testing.TB, c *tasks.Client, typ string, args A, o
 	return id
 }
 
-// runOnce runs one slice of the job and promotes what is due, as drive
-// does, once.
+// runOnce runs one slice of the job, as drive does, once.
 func (b *bundle) runOnce(t *testing.T) {
 	t.Helper()
 	ctx := testrig.Context(t, 10*time.Second)
 	if _, err := b.job.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
-	}
-	if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
-		t.Fatalf("Promote: %v", err)
 	}
 }
 

@@ -70,23 +70,11 @@ func ExampleMux() {
 // A nightly report, due in an hour, with three attempts, enqueued at most
 // once per day and customer however many servers ask: a second Enqueue
 // with the key, while the first task waits or runs, returns the first's
-// id. Delayed tasks need the queue's PromoteDue job.
+// id. The queue's job (see the Mux example) runs it when it is due.
 func ExampleEnqueue() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	rec, err := recruiter.New(rdb, recruiter.Config{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer rec.Shutdown(context.Background())
 	q, err := queue.New(rdb, "reports", queue.Config{})
 	if err != nil {
-		log.Fatal(err)
-	}
-	promote, err := jobs.PromoteDue(q, jobs.PromoteConfig{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := rec.Register(promote, recruiter.JobConfig{Every: time.Second}); err != nil {
 		log.Fatal(err)
 	}
 

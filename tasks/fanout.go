@@ -129,8 +129,9 @@ func FanOutStatus(ctx context.Context, c *Client, id string) (queue.Join, error)
 // WaitFanOut waits for the final step of the fan-out id, bounded by ctx,
 // and returns its result decoded into R. A child (or the final step) that
 // dies returns an error wrapping [queue.ErrDead] whose text holds its
-// cause; the death of a child wakes the waiter at once, unless the
-// queue's Tidy dead-lettered it (then within the queue's WaitBlock). It
+// cause; the death of a child wakes the waiter at once, unless it died as
+// an expired lease, dead-lettered by a claim or the queue's Tidy (then
+// within the queue's WaitBlock). It
 // waits with [queue.Queue.Wait], so it does not poll.
 func WaitFanOut[R any](ctx context.Context, c *Client, id string) (R, error) {
 	var r R

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/worksteal/worksteal/internal/redistest"
-	"github.com/worksteal/worksteal/internal/testrig"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -71,7 +71,8 @@ func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Co
 	return q
 }
 
-// drive runs slices of the job, and promotes the retries, until done holds.
+// drive runs slices of the job until done holds; the job's claims bring
+// the retries back.
 func (b *bundle) drive(t *testing.T, what string, done func() bool) {
 	t.Helper()
 	testrig.Eventually(t, 20*time.Second, what, func() bool {
@@ -79,9 +80,6 @@ func (b *bundle) drive(t *testing.T, what string, done func() bool) {
 		defer cancel()
 		if _, err := b.job.Run(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%s: Run: %v", b.job.Name(), err)
-		}
-		if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
-			t.Fatalf("Promote: %v", err)
 		}
 		return done()
 	}, func() string {

@@ -102,6 +102,9 @@ func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R
 // decodes each item's envelope, calls the handler of its type with the
 // decoded arguments, and stores the encoded result. Its name is
 // "tasks.QUEUE" unless cfg's Name sets one; the rest of cfg is Drain's.
+// Like any Drain it maintains q: retries, delayed tasks and a crashed
+// worker's expired leases come back with its claims, so it is the one job
+// a queue of tasks needs.
 //
 // A task that cannot run fails its attempt like a handler error, never
 // with a panic: an unknown type with an error wrapping [ErrUnknownType],
