@@ -60,8 +60,8 @@
 //   - tasks.orders runs the orders' steps (the job of a tasks.Mux, which
 //     enqueues each next step with the ack of the one before); every
 //     tenth order's first send (its confirm step) fails, to show retries.
-//   - promote.orders moves those retries back when due (jobs.PromoteDue).
-//   - tidy.orders hands back the leases of crashed workers (jobs.TidyStale).
+//     Its claims also move those retries back when due and hand back the
+//     leases of crashed workers: the queue needs no other job.
 //   - evict.sessions removes expired sessions (jobs.EvictExpired).
 //   - refresh-popular reloads the most read items before they expire.
 //

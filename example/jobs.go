@@ -18,18 +18,11 @@ const seedStale = 12
 
 // registerJobs gives the recruiter the shop's chores: the tasks job runs
 // the orders' steps (each a queue item: reserve, then charge, then
-// confirm); each chore runs at most once per Every across all the
+// confirm), and its claims also bring back due retries and a crashed
+// worker's expired leases, so the queue needs no other job; each chore runs at most once per Every across all the
 // processes sharing the Redis, and sooner again while a backlog remains.
 func (a *app) registerJobs() error {
 	drain, err := a.mux.Job(a.orders, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
-	if err != nil {
-		return err
-	}
-	tidy, err := jobs.TidyStale(a.orders, jobs.TidyConfig{})
-	if err != nil {
-		return err
-	}
-	promote, err := jobs.PromoteDue(a.orders, jobs.PromoteConfig{})
 	if err != nil {
 		return err
 	}
@@ -42,8 +35,6 @@ func (a *app) registerJobs() error {
 	// Every alone: the recruiter paces each job, whatever the traffic.
 	return errors.Join(
 		a.rec.Register(drain, recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 500 * time.Millisecond}),
-		a.rec.Register(tidy, recruiter.JobConfig{Every: 2 * time.Second}),
-		a.rec.Register(promote, recruiter.JobConfig{Every: time.Second}),
 		a.rec.Register(evict, recruiter.JobConfig{Every: time.Second}),
 		a.rec.Register(recruiter.Func("refresh-popular", a.refreshPopular),
 			recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
@@ -51,9 +42,9 @@ func (a *app) registerJobs() error {
 }
 
 // seed gives every job work within seconds of the start: orders whose
-// worker "crashed" holding their first steps' leases (tidy, then the tasks
-// job; two of them fail their send once, for promote), and expired
-// sessions (evict).
+// worker "crashed" holding their first steps' leases (the tasks job hands
+// them back and runs them; two of them fail their send once, and are
+// retried), and expired sessions (evict).
 func (a *app) seed(ctx context.Context, out io.Writer) error {
 	for i := range seedStale {
 		if _, err := a.enqueueOrder(ctx, order{Customer: fmt.Sprintf("seed-%02d", i), ItemID: i, Quantity: 1, Seq: int64(i)}); err != nil {

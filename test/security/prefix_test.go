@@ -140,12 +140,13 @@ func (h *keyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 }
 
 // record takes the keys by the command's shape: EVAL and EVALSHA name
-// theirs after numkeys, BLMOVE has two, the rest one, first.
+// theirs after numkeys, BLMOVE has two, INFO (the recruiter's reading of
+// the eviction policy) none, the rest one, first.
 func (h *keyRecorder) record(cmd redis.Cmder) {
 	args := cmd.Args()
 	var keys []any
 	switch name := strings.ToLower(cmd.Name()); name {
-	case "hello", "client", "ping", "auth":
+	case "hello", "client", "ping", "auth", "info":
 	case "eval", "evalsha", "evalsha_ro", "eval_ro":
 		n, err := strconv.Atoi(toString(args[2]))
 		if err != nil || 3+n > len(args) {
