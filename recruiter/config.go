@@ -112,6 +112,9 @@ type Config struct {
 	// pressureRead replaces the scheduler reading of the pressure gate: the
 	// p99 it returns, and false for "too few events to judge".
 	pressureRead func() (p99 time.Duration, ok bool)
+
+	// tickDenseGap replaces tickDenseGap (schedule.go).
+	tickDenseGap time.Duration
 }
 
 func init() {
@@ -132,6 +135,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.tickDenseGap = cmp.Or(c.tickDenseGap, tickDenseGap)
 	if c.roll == nil {
 		c.roll = rand.Float64
 	}
@@ -194,9 +198,25 @@ type JobConfig struct {
 	Every time.Duration
 	// Rate, when set, is the fixed share of enlistments that draw this job,
 	// in (0, 1]. The rates of all jobs of a recruiter sum to at most 1; the
-	// rest of each roll goes to automatically paced jobs, or is
-	// "dismissed". Zero: automatic pace, which needs Every.
+	// rest of each roll goes to automatically paced and scheduled jobs, or
+	// is "dismissed". Zero: automatic pace, which needs Every, or a
+	// Schedule.
 	Rate float64
+	// Schedule, instead of Every and Rate, runs the job once per tick of a
+	// cron schedule, fleet-wide, at any traffic including none: a 5-field
+	// expression ("0 3 * * *"), one with a leading seconds field
+	// ("*/10 * * * * *"), or a descriptor (@hourly, @daily, @weekly,
+	// @monthly, @yearly), in UTC unless prefixed with CRON_TZ=Zone (IANA
+	// names: "CRON_TZ=Europe/Paris 0 3 * * *"). Ticks are instants on
+	// Redis's clock, so every process agrees on them, and each runs at most
+	// once while Redis keeps its writes, starting within about a second.
+	// A run that fails is not retried: the next tick runs. After an outage
+	// that spans ticks, one catch-up run for the latest. A local time that
+	// a daylight-saving change skips has no tick that day; one it repeats
+	// has one tick, the first. @every is refused (its ticks count from each
+	// process's start): use Every. The job's context carries its tick
+	// ([Tick]).
+	Schedule string
 }
 
 func (c JobConfig) withDefaults() JobConfig {
@@ -209,9 +229,21 @@ func (c JobConfig) withDefaults() JobConfig {
 const autoEveryMin = 10 * time.Millisecond
 
 func (c JobConfig) validate(job string) error {
+	if c.Schedule != "" {
+		switch {
+		case c.Every != 0 || c.Rate != 0:
+			return fmt.Errorf("%w %q: Schedule %q with Every or Rate: a scheduled job runs once per tick; set one of the three", ErrInvalidJob, job, c.Schedule)
+		case c.Budget < budgetMin || c.Budget > budgetMax:
+			return fmt.Errorf("%w %q: Budget %v is not in [%v, %v]", ErrInvalidJob, job, c.Budget, budgetMin, budgetMax)
+		}
+		if _, err := parseSchedule(c.Schedule); err != nil {
+			return fmt.Errorf("%w %q: Schedule %q: %v", ErrInvalidJob, job, c.Schedule, err)
+		}
+		return nil
+	}
 	switch {
 	case c.Rate == 0 && c.Every == 0:
-		return fmt.Errorf("%w %q: set Every (how often the job should run: the recruiter paces it) or Rate (a fixed share of enlistments)", ErrInvalidJob, job)
+		return fmt.Errorf("%w %q: set Every (how often the job should run: the recruiter paces it), Rate (a fixed share of enlistments) or Schedule (cron)", ErrInvalidJob, job)
 	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > 1:
 		return fmt.Errorf("%w %q: Rate %v is not in (0, 1]", ErrInvalidJob, job, c.Rate)
 	case c.Budget < budgetMin:

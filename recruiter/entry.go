@@ -22,13 +22,15 @@ type entry struct {
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
 	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
 	pace        pace         // automatic pace: when this process visits the job's lock
+	ticks       *ticks       // a schedule's state; nil without one
 	stats       jobStats
 
 	pressurePassed atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
 }
 
 // newEntry takes the name validated at registration: Name is called once.
-func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time) *entry {
+func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *entry {
+	prefix := rcfg.Prefix
 	e := &entry{
 		job:  job,
 		name: name,
@@ -43,6 +45,11 @@ func newEntry(job Job, name string, cfg JobConfig, prefix string, now time.Time)
 		end = rateWindow
 	}
 	e.stats.windowEnd.Store(end)
+	if e.lock.sched {
+		s, _ := parseSchedule(cfg.Schedule) // validated at registration
+		e.ticks = newTicks(s, rcfg.tickDenseGap, now)
+		e.coolOff(e.ticks.plan(now))
+	}
 	e.stats.durations.init()
 	return e
 }
@@ -111,9 +118,10 @@ func (e *entry) pauseRecheck(left time.Duration) time.Duration {
 // timerGrace is how long past its planned visit the timer leaves a job to
 // traffic: an eighth of Every, at most timerGraceMax, so the visit still
 // falls early in the slot it was aimed at. A backlog has none: its
-// process planned the next slice for itself.
+// process planned the next slice for itself; nor has a schedule: its
+// visits are planned a few milliseconds past the tick already.
 func (e *entry) timerGrace() time.Duration {
-	if e.backlog.Load() {
+	if e.backlog.Load() || e.lock.sched {
 		return 0
 	}
 	return min(e.cfg.Every/8, timerGraceMax)

@@ -31,3 +31,19 @@ func WithPressureRead(cfg Config, read func() (p99 time.Duration, ok bool)) Conf
 	cfg.pressureRead = read
 	return cfg
 }
+
+// WithTickDenseGap returns cfg whose schedules count as dense (not every
+// process visits every tick) below gap instead of a minute: a test's
+// per-second schedule can stand for a per-minute one.
+func WithTickDenseGap(cfg Config, gap time.Duration) Config {
+	cfg.tickDenseGap = gap
+	return cfg
+}
+
+var ParseSchedule = func(expr string) (next func(time.Time) time.Time, err error) {
+	s, err := parseSchedule(expr)
+	if err != nil {
+		return nil, err
+	}
+	return s.next, nil
+}

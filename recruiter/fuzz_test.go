@@ -147,3 +147,27 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSchedule: any expression is parsed or refused, never a panic (the
+// parser panics on some, such as "TZ=0"), and a schedule accepted has
+// ticks that move forward.
+func FuzzSchedule(f *testing.F) {
+	for _, s := range []string{"* * * * *", "*/10 * * * * *", "@daily", "@every 1s", "TZ=0", "CRON_TZ=", "CRON_TZ=Europe/Paris 0 3 * * *",
+		"TZ=America/New_York 30 1 * * *", "0 0 30 2 *", "1-5/0 * * * *", "@", "60 * * * * *", "* * * * * * *"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		next, err := recruiter.ParseSchedule(expr)
+		if err != nil {
+			return
+		}
+		at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		for range 3 {
+			n := next(at)
+			if !n.After(at) {
+				t.Fatalf("%q: next(%v) = %v, not after it", expr, at, n)
+			}
+			at = n
+		}
+	})
+}

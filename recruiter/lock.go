@@ -24,11 +24,13 @@ type jobLock struct {
 	ttl   time.Duration // of a running slice's lock: lockTTL(budget)
 	every time.Duration
 	auto  bool          // automatic pace: the job runs once per slot of Every
+	sched bool          // a schedule: the job runs once per tick
 	phase time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
 }
 
 func newJobLock(prefix, name string, cfg JobConfig) jobLock {
-	l := jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), every: cfg.Every, auto: cfg.Rate == 0}
+	l := jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), every: cfg.Every, sched: cfg.Schedule != ""}
+	l.auto = cfg.Rate == 0 && !l.sched
 	if l.auto {
 		h := fnv.New64a()
 		h.Write([]byte(name))
@@ -93,6 +95,9 @@ type grant struct {
 	fleet  float64       // automatic pace: the processes that visit, as counted; 0 while unknown
 	streak int           // automatic pace: slices in a row that reported a backlog
 	folds  int           // automatic pace: the slots the estimate has seen
+
+	redisNow int64 // Redis's clock when it answered, unix ms
+	tick     int64 // a schedule: the latest tick taken, or skipped while paused, unix ms; 0 if none
 }
 
 // acquireKeep is how many slots a job's pace state outlives its last
@@ -110,15 +115,22 @@ type heldLock struct {
 
 // acquire takes the lock for a new slice, or says why not; weight is what
 // the visit adds to the pacer's count of the fleet's processes (automatic
-// pace). The heldLock holds the lock only when g.state is lockTaken.
-func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64) (h heldLock, g grant, err error) {
+// pace, a schedule). A schedule's visit names its tick and how long the
+// lock's state must outlive it (keep). The heldLock holds the lock only
+// when g.state is lockTaken.
+func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64, tick time.Time, keep time.Duration) (h heldLock, g grant, err error) {
 	token := rand.Text()
-	auto, keep := "0", int64(0)
-	if l.auto {
-		auto, keep = "1", acquireKeep*max(l.every, l.ttl).Milliseconds()
+	mode, tickMS := "0", int64(0)
+	switch {
+	case l.auto:
+		mode, keep = "1", acquireKeep*max(l.every, l.ttl)
+	case l.sched:
+		mode, tickMS = "2", tick.UnixMilli()
+	default:
+		keep = 0
 	}
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
-		auto, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep).Slice()
+		mode, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
 	}
@@ -132,8 +144,8 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float6
 }
 
 func parseGrant(reply []any) (grant, error) {
-	if len(reply) != 6 {
-		return grant{}, errors.New("not six values")
+	if len(reply) != 8 {
+		return grant{}, errors.New("not eight values")
 	}
 	var n [3]int64
 	for i := range n {
@@ -149,8 +161,13 @@ func parseGrant(reply []any) (grant, error) {
 	if !ok || !isInt || !isText || n[0] < int64(lockTaken) || n[0] > int64(lockPaused) {
 		return grant{}, errors.New("malformed")
 	}
+	rnow, nowOK := reply[6].(int64)
+	tick, tickOK := reply[7].(int64)
+	if !nowOK || !tickOK {
+		return grant{}, errors.New("malformed clock or tick")
+	}
 	g := grant{state: lockState(n[0]), wait: bounded(n[1]), left: bounded(n[2]),
-		streak: int(min(max(streak, 0), 64)), folds: int(min(max(folds, 0), 99))}
+		streak: int(min(max(streak, 0), 64)), folds: int(min(max(folds, 0), 99)), redisNow: rnow, tick: tick}
 	if est != "" {
 		v, err := strconv.ParseFloat(est, 64)
 		if err != nil || !(v >= 0) {

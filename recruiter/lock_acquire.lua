@@ -7,28 +7,34 @@
 -- pacer's count: vslot (the slot counted), visits (the weighted visits in
 -- it), fleet (the weighted visits per slot, smoothed: an estimate of
 -- the number of processes that visit) and folds (the slots folded into it).
+-- A schedule adds tick (the latest tick taken, or skipped while paused)
+-- and counts its visits per tick in vslot, visits and fleet.
 -- KEYS[1]: the lock key
 -- ARGV[1]: a new token   ARGV[2]: the lock's TTL, ms   ARGV[3]: Every, ms (0: none)
 -- ARGV[4]: '1' for automatic pace, which reads ARGV[5]: this visit's weight
 -- (the mean slots between its process's visits), ARGV[6]: the slots' phase, ms,
--- ARGV[7]: how long its state outlives a visit, ms
--- Returns {code, wait, left, fleet, streak, folds}: code 1 taken, 2 a slice runs,
--- 3 resting, 4 paused; wait: ms until that changes (-1: an older version's
+-- ARGV[7]: how long its state outlives a visit, ms; '2' for a schedule,
+-- which reads ARGV[5] (the weight: 1 over the visit's chance), ARGV[7]
+-- and ARGV[8]: the tick this visit would run, unix ms
+-- Returns {code, wait, left, fleet, streak, folds, now, tick}: code 1 taken,
+-- 2 a slice runs, 3 resting (a schedule: its tick taken, or not yet come),
+-- 4 paused; wait: ms until that changes (-1: an older version's
 -- lock without expiry); left: ms until the slot ends (automatic pace);
--- fleet: the estimate, as a string ('' if none yet); streak; folds.
+-- fleet: the estimate, as a string ('' if none yet); streak; folds; now:
+-- Redis's clock, ms; tick: a schedule's latest tick taken (0 if none).
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds')
+local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds', 'tick')
 if f.err then
   -- The string lock of earlier versions, met during a rolling upgrade:
   -- respect it as it says.
   local pttl = redis.call('PTTL', key)
   if redis.call('GET', key) == 'cooldown' then
-    return {3, pttl, 0, '', 0, 0}
+    return {3, pttl, 0, '', 0, 0, now, 0}
   end
-  return {2, pttl, 0, '', 0, 0}
+  return {2, pttl, 0, '', 0, 0, now, 0}
 end
 
 local held = tonumber(f[2]) or 0
@@ -37,7 +43,8 @@ local paused = tonumber(f[4]) or 0
 local streak = tonumber(f[6]) or 0
 local ttl = tonumber(ARGV[2])
 local code, wait, left, estimate, keep, folds = 1, 0, 0, '', 0, 0
-local slot
+local slot, tick
+local last = tonumber(f[11]) or 0
 
 if ARGV[4] == '1' then
   local every = tonumber(ARGV[3])
@@ -73,6 +80,33 @@ if ARGV[4] == '1' then
   elseif f[1] and held > now then
     code, wait = 2, held - now
   end
+elseif ARGV[4] == '2' then
+  tick = tonumber(ARGV[8])
+  keep = tonumber(ARGV[7])
+  -- Count this visit as automatic pace does, per tick: the sum of a
+  -- tick's weights estimates the processes that visit.
+  local vslot, visits, fleet = tonumber(f[7]), tonumber(f[8]) or 0, tonumber(f[9])
+  if vslot ~= tick then
+    if vslot and vslot < tick then
+      if fleet then fleet = fleet + 0.25 * (visits - fleet) else fleet = visits end
+      redis.call('HSET', key, 'fleet', fleet)
+    end
+    visits = 0
+  end
+  visits = visits + tonumber(ARGV[5])
+  redis.call('HSET', key, 'vslot', tick, 'visits', visits)
+  estimate = tostring(fleet or visits)
+  if tick > now then
+    code, wait = 3, tick - now
+  elseif tick <= last then
+    code = 3
+  elseif paused > now then
+    -- A tick while paused is skipped, not queued for the resume.
+    code, wait, last = 4, paused - now, tick
+    redis.call('HSET', key, 'tick', tick)
+  elseif f[1] and held > now then
+    code, wait = 2, held - now
+  end
 else
   if paused > now then
     code, wait = 4, paused - now
@@ -89,6 +123,10 @@ if code == 1 then
   if slot then
     redis.call('HSET', key, 'slot', slot)
   end
+  if tick then
+    last = tick
+    redis.call('HSET', key, 'tick', tick)
+  end
 end
 if code == 1 or keep > 0 then
   local life = math.max(held, rest, paused, now + keep) - now
@@ -96,4 +134,4 @@ if code == 1 or keep > 0 then
     redis.call('PEXPIRE', key, life)
   end
 end
-return {code, wait, left, estimate, streak, folds}
+return {code, wait, left, estimate, streak, folds, now, last}

@@ -200,14 +200,14 @@ func (r *Recruiter) reshare() {
 	entries := r.jobs.Load().entries
 	fixed, auto := 0.0, 0
 	for _, e := range entries {
-		if e.lock.auto {
+		if e.lock.auto || e.lock.sched {
 			auto++
 		} else {
 			fixed += e.cfg.Rate
 		}
 	}
 	for _, e := range entries {
-		if e.lock.auto {
+		if e.lock.auto || e.lock.sched {
 			e.share.Store(max(1-fixed, 0) / float64(auto))
 		}
 	}

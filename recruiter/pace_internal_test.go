@@ -16,7 +16,7 @@ func pacedEntry(t *testing.T, t0 time.Time) *entry {
 	if err := cfg.validate("tidy"); err != nil {
 		t.Fatal(err)
 	}
-	e := newEntry(Func("tidy", func(context.Context) (Report, error) { return Report{}, nil }), "tidy", cfg, "ws", t0)
+	e := newEntry(Func("tidy", func(context.Context) (Report, error) { return Report{}, nil }), "tidy", cfg, Config{Prefix: "ws"}, t0)
 	if !e.lock.auto {
 		t.Fatal("not automatically paced")
 	}
@@ -161,7 +161,7 @@ func TestTrafficJumpOnAFleetThatStayed(t *testing.T) {
 func TestFirstWindowSetsNoUsualRate(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	e := newEntry(Func("tidy", func(context.Context) (Report, error) { return Report{}, nil }), "tidy",
-		JobConfig{Every: time.Second}.withDefaults(), "ws", t0)
+		JobConfig{Every: time.Second}.withDefaults(), Config{Prefix: "ws"}, t0)
 	first := t0.Add(time.Minute) // the traffic arrives; the first visit
 	e.pace.plan(grant{state: lockTaken, left: 500 * time.Millisecond, fleet: 100, folds: paceYoung}, time.Second, first, first)
 	e.coolOff(time.Unix(0, e.pace.planned.Load()))

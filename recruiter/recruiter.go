@@ -114,7 +114,7 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 			return fmt.Errorf("%w: %q is already registered", ErrDuplicateJob, name)
 		}
 		fixed += e.cfg.Rate
-		auto = auto || e.lock.auto
+		auto = auto || e.lock.auto || e.lock.sched
 	}
 	// A little slack so that, say, ten jobs at 0.1 are accepted.
 	switch {
@@ -123,7 +123,7 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	case auto && fixed > 1-1e-9:
 		return fmt.Errorf("%w %q: the fixed rates sum to %v, which leaves no share for the jobs without Rate", ErrInvalidJob, name, fixed)
 	}
-	e := newEntry(job, name, cfg, r.cfg.Prefix, r.now())
+	e := newEntry(job, name, cfg, r.cfg, r.now())
 	r.jobs.Store(&roster{entries: append(old.entries[:len(old.entries):len(old.entries)], e)})
 	r.reshare()
 	r.wakeTimer()

@@ -23,6 +23,7 @@ type slice struct {
 	g     grant           // what the visit learnt
 	taken time.Time       // when it learnt it
 	until time.Time       // how long this process stays away; automatic pace: its next planned visit
+	tick  time.Time       // a schedule: the tick this slice runs
 }
 
 // runSlice is one recruitment: its span, the lock, the job, the release.
@@ -47,13 +48,22 @@ func (s *slice) recruit() (res result, hung bool) {
 	// it) weighs nothing: the fleet's count sums the random visits that
 	// plan makes, and a streak's visits, several a slot, would swell it, so
 	// that the fleet would come back less often once the backlog ends.
-	var weight float64
+	var (
+		weight float64
+		tick   time.Time     // a schedule: the tick this visit names
+		keep   time.Duration // a schedule: how long its lock's state must outlive the visit
+	)
 	continuing := e.lock.auto && e.backlog.Load()
 	if e.lock.auto && !continuing {
 		weight = e.pace.weight(e.cfg.Every)
 	}
+	sent := r.now()
+	if t := e.ticks; t != nil {
+		tick, weight = t.visiting(sent), t.weight.Load()
+		keep = 2*t.sched.next(tick).Sub(tick) + time.Minute
+	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	held, g, err := e.lock.acquire(lctx, r.rdb, weight)
+	held, g, err := e.lock.acquire(lctx, r.rdb, weight, tick, keep)
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
@@ -72,10 +82,21 @@ func (s *slice) recruit() (res result, hung bool) {
 	s.lock, s.g, s.taken = held, g, r.now()
 	e.learn(g, s.taken)
 	// How long this process stays away; automatic pace plans its next
-	// visit no sooner.
+	// visit no sooner, and a schedule's next is its next tick.
 	s.until = s.taken.Add(e.holdOff(g))
-	if e.lock.auto {
+	switch t := e.ticks; {
+	case e.lock.auto:
 		s.until = e.pace.plan(g, e.cfg.Every, s.taken, s.until)
+	case t != nil:
+		t.learn(g, sent, s.taken)
+		if g.state == lockTaken {
+			s.tick = tick
+			t.lastRun.Store(tick.UnixMilli())
+			t.late.Store(int64(t.redisNow(s.taken).Sub(tick)))
+		}
+		if g.state != lockRunning {
+			s.until = t.plan(s.taken)
+		}
 	}
 	r.breaker.succeed()
 	if g.state != lockTaken {
@@ -87,7 +108,7 @@ func (s *slice) recruit() (res result, hung bool) {
 	// returns costs its process one goroutine, not a slot (and, inline, not
 	// the request).
 	ran := make(chan result, 1)
-	go func() { ran <- r.runJob(ctx, e) }()
+	go func() { ran <- r.runJob(ctx, e, s.tick) }()
 	timer := time.NewTimer(hungAfter(e))
 	defer timer.Stop()
 	select {
@@ -208,8 +229,12 @@ func overrunGrace(budget time.Duration) time.Duration {
 	return max(budget/10, 5*time.Millisecond)
 }
 
-// runJob runs one slice under the budget and classifies its outcome.
-func (r *Recruiter) runJob(ctx context.Context, e *entry) result {
+// runJob runs one slice under the budget and classifies its outcome; a
+// schedule's tick goes into its context.
+func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result {
+	if !tick.IsZero() {
+		ctx = context.WithValue(ctx, tickKey{}, tick)
+	}
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.Budget)
 	defer cancel()
 	began := time.Now()
@@ -272,6 +297,14 @@ func (s *slice) finish(res result) {
 
 	var err error
 	switch {
+	case e.ticks != nil:
+		// A tick is one run, More or not. The lock is left to expire, with
+		// no round trip, unless it would outlive the time to the next tick.
+		e.coolOff(s.until)
+		if next := e.ticks.sched.next(s.tick); res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < next.Sub(s.tick) {
+			return
+		}
+		err = s.lock.release(fctx, releasePlain)
 	case e.lock.auto && streak > 0:
 		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, streak, now))
 		mark := releaseHold

@@ -44,6 +44,13 @@ type JobStats struct {
 	Rate      float64 // the job's share of enlistments now: its Rate, or what automatic pace set
 	Budget    time.Duration
 	Every     time.Duration
+	// Schedule is the job's cron schedule ([JobConfig].Schedule); "" for
+	// a job with Every or Rate. NextTick is the tick this process will
+	// visit next (zero without a schedule), and Late how long after its
+	// tick, on Redis's clock, the last run here began.
+	Schedule string
+	NextTick time.Time
+	Late     time.Duration
 	// Fleet is, under automatic pace, the number of processes visiting
 	// the job as this process last learnt it (from the count its visits
 	// to the job's lock carry); 0 until learnt, and for a fixed Rate.
@@ -192,6 +199,12 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 	js.Pressured = s.pressured.Load()
 	if e.lock.auto {
 		js.Fleet = e.pace.fleet(e.cfg.Every)
+	}
+	if t := e.ticks; t != nil {
+		js.Schedule, js.Fleet, js.Late = t.sched.expr, t.fleet.Load(), time.Duration(t.late.Load())
+		if ms := t.want.Load(); ms != 0 {
+			js.NextTick = time.UnixMilli(ms)
+		}
 	}
 	if ns := e.pausedUntil.Load(); ns != 0 {
 		js.PausedUntil = time.Unix(0, ns)

@@ -60,7 +60,7 @@ func (r *Recruiter) timerLoop() {
 func (r *Recruiter) visitDue(now time.Time) time.Duration {
 	sleep := timerSleepMax
 	for _, e := range r.jobs.Load().entries {
-		if !e.lock.auto {
+		if !e.lock.auto && !e.lock.sched {
 			continue
 		}
 		due := time.Unix(0, max(e.coolUntil.Load(), e.pace.planned.Load())).Add(e.timerGrace())

@@ -1,0 +1,212 @@
+package recruiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// A job with [JobConfig].Schedule runs once per tick of its cron
+// schedule, fleet-wide. Ticks are instants on Redis's clock: each visit
+// to the job's lock names the tick it would run, and the acquire script
+// takes it only if no visit took it, or a later one, before, and only once
+// Redis's clock has reached it. So every process agrees on the ticks,
+// whatever its own clock says, and a tick runs at most once while Redis
+// keeps its writes.
+//
+// Each process plans its visit at its next tick, a few milliseconds
+// after it, by the pace timer or the first enlistment after it: a tick
+// starts within about a second at any traffic. A visit is one round trip;
+// a process visits every tick whose gap is a minute or more (at most one
+// round trip per process per tick), and of a denser schedule a share of
+// the ticks, so that the fleet makes about tickVisits visits a tick, as
+// the pacer counts it. After an outage the first tick due is the latest:
+// one catch-up run, not one per missed tick.
+
+// tickVisits is what a dense schedule aims for: visits a tick, fleet-wide.
+// A tick then goes without a visit with chance e^-4, under 2 %.
+const tickVisits = 4
+
+// tickSpread spreads a tick's visits over its first milliseconds, so that
+// a fleet's processes do not all reach Redis in the same instant.
+const tickSpread = 100 * time.Millisecond
+
+// tickDenseGap is the gap between ticks below which not every process
+// visits every tick.
+const tickDenseGap = time.Minute
+
+// scheduleParser reads 5-field expressions, an optional leading seconds
+// field, and descriptors (@hourly, @daily, …); CRON_TZ= or TZ= before
+// them names the time zone (default UTC).
+var scheduleParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// schedule is a parsed Schedule.
+type schedule struct {
+	expr string
+	spec *cron.SpecSchedule
+	gap  time.Duration // the shortest gap between its next ticks, as sampled at registration
+}
+
+// parseSchedule parses expr, and refuses what cannot be a fleet's shared
+// ticks: @every (its ticks count from each process's start: use Every),
+// and a schedule with no tick in the next five years.
+func parseSchedule(expr string) (s schedule, err error) {
+	defer func() {
+		// The parser panics on some inputs (TZ=0): an error, never a crash.
+		if v := recover(); v != nil {
+			s, err = schedule{}, fmt.Errorf("the parser failed on it: %v", v)
+		}
+	}()
+	if strings.HasPrefix(strings.TrimSpace(expr), "@every") {
+		return schedule{}, errors.New("@every counts from each process's start, so processes disagree on its ticks: use Every")
+	}
+	parsed, err := scheduleParser.Parse(expr)
+	if err != nil {
+		return schedule{}, err
+	}
+	spec, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return schedule{}, errors.New("not a calendar schedule")
+	}
+	s = schedule{expr: expr, spec: spec}
+	t := time.Now()
+	for i := range 4 {
+		next := s.next(t)
+		if next.IsZero() {
+			return schedule{}, errors.New("it has no tick in the next five years")
+		}
+		if gap := next.Sub(t); i > 0 && (s.gap == 0 || gap < s.gap) {
+			s.gap = gap
+		}
+		t = next
+	}
+	return s, nil
+}
+
+// next is the first tick after t; zero if none within five years. A
+// local time that a daylight-saving change repeats has one tick, the
+// first; one that it skips has none that day.
+func (s schedule) next(t time.Time) time.Time {
+	n := s.spec.Next(t)
+	if n.IsZero() {
+		return n
+	}
+	loc := s.spec.Location
+	if prev := t.In(loc); !t.IsZero() && sameWallClock(prev, n.In(loc)) {
+		return s.spec.Next(n)
+	}
+	return n
+}
+
+func sameWallClock(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
+}
+
+// due is the tick a visit at now (Redis's clock) should name: the latest
+// tick after last and not after now, or zero if none is; after an outage,
+// the latest of the missed ticks. It looks at most tickScan ticks.
+func (s schedule) due(last, now time.Time) time.Time {
+	var due time.Time
+	for t, i := s.next(last), 0; !t.IsZero() && !t.After(now); t, i = s.next(t), i+1 {
+		due = t
+		if i == tickScan {
+			// A dense schedule after a long outage: skip to the last gap.
+			return s.due(now.Add(-2*s.gap), now)
+		}
+	}
+	return due
+}
+
+const tickScan = 10000
+
+// ticks is a scheduled job's state in this process.
+type ticks struct {
+	sched   schedule
+	dense   time.Duration // tickDenseGap, or a test's
+	last    atomic.Int64  // unix ms of the latest tick known taken or skipped, fleet-wide (at first: registration)
+	offset  atomic.Int64  // ns: Redis's clock minus this process's, as the last reply showed
+	want    atomic.Int64  // unix ms of the tick the next visit names; 0: none planned
+	fleet   floatBox      // the processes that visit, as the last reply counted
+	weight  floatBox      // what the planned visit adds to the count: 1/its chance
+	lastRun atomic.Int64  // unix ms of the tick this process last ran
+	late    atomic.Int64  // ns: how long after its tick, on Redis's clock, that run began
+}
+
+func newTicks(s schedule, dense time.Duration, now time.Time) *ticks {
+	t := &ticks{sched: s, dense: dense}
+	t.last.Store(now.UnixMilli())
+	return t
+}
+
+// redisNow is now on Redis's clock, as far as this process knows it.
+func (t *ticks) redisNow(now time.Time) time.Time {
+	return now.Add(time.Duration(t.offset.Load()))
+}
+
+// plan picks the next visit after the latest tick known: the first tick
+// this process visits (all, or a share of a dense schedule's ticks) and
+// when, on its own clock. It records the ticks it leaves to others as
+// skipped by it.
+func (t *ticks) plan(now time.Time) time.Time {
+	last := time.UnixMilli(t.last.Load())
+	chance := 1.0
+	if fleet := t.fleet.Load(); t.sched.gap < t.dense && fleet > tickVisits {
+		chance = max(tickVisits/fleet, float64(t.sched.gap)/float64(t.dense))
+	}
+	rnow := t.redisNow(now)
+	tick := t.sched.due(last, rnow)
+	if tick.IsZero() {
+		tick = t.sched.next(last)
+	}
+	for i := 0; i < tickScan && chance < 1 && rand.Float64() >= chance && tick.After(rnow); i++ {
+		tick = t.sched.next(tick) // another process's turn, as likely as not
+	}
+	t.want.Store(tick.UnixMilli())
+	t.weight.Store(1 / chance)
+	jitter := time.Duration(rand.Int64N(int64(tickSpread)))
+	return tick.Add(-time.Duration(t.offset.Load())).Add(jitter)
+}
+
+// learn takes in what a visit's reply said: Redis's clock, the latest
+// tick taken (or skipped while paused), the fleet's count.
+func (t *ticks) learn(g grant, sent, received time.Time) {
+	if g.redisNow > 0 {
+		// The reply left Redis between sent and received: take the middle.
+		mid := sent.Add(received.Sub(sent) / 2)
+		t.offset.Store(int64(time.UnixMilli(g.redisNow).Sub(mid)))
+	}
+	if g.tick > t.last.Load() {
+		t.last.Store(g.tick)
+	}
+	if g.fleet > 0 {
+		t.fleet.Store(g.fleet)
+	}
+}
+
+// visiting is the tick a visit at now names: the latest due, or the
+// next if none is (Redis then says it has not come).
+func (t *ticks) visiting(now time.Time) time.Time {
+	last := time.UnixMilli(t.last.Load())
+	if due := t.sched.due(last, t.redisNow(now)); !due.IsZero() {
+		return due
+	}
+	return t.sched.next(last)
+}
+
+type tickKey struct{}
+
+// Tick returns the tick that a scheduled job's slice runs, from the
+// context its Run gets, and false for any other context: a periodic task
+// names itself by it, so that a tick enqueues it once.
+func Tick(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(tickKey{}).(time.Time)
+	return t, ok
+}

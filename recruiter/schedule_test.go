@@ -1,0 +1,275 @@
+package recruiter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "time/tzdata" // the zones of the daylight-saving test, on any machine
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/recruiter"
+)
+
+// tickLog records a scheduled job's runs across a fleet: each run's tick
+// and when it began.
+type tickLog struct {
+	mu   sync.Mutex
+	runs []tickRun
+}
+
+type tickRun struct {
+	tick, began time.Time
+	proc        int
+}
+
+// job returns process proc's instance of the scheduled job.
+func (l *tickLog) job(proc int) recruiter.Job {
+	return recruiter.Func("report", func(ctx context.Context) (recruiter.Report, error) {
+		tick, ok := recruiter.Tick(ctx)
+		if !ok {
+			return recruiter.Report{}, errors.New("no tick in a scheduled job's context")
+		}
+		l.mu.Lock()
+		l.runs = append(l.runs, tickRun{tick: tick, began: time.Now(), proc: proc})
+		l.mu.Unlock()
+		return recruiter.Report{Items: 1}, nil
+	})
+}
+
+// between returns the runs whose tick is in [from, to).
+func (l *tickLog) between(from, to time.Time) []tickRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var in []tickRun
+	for _, r := range l.runs {
+		if !r.tick.Before(from) && r.tick.Before(to) {
+			in = append(in, r)
+		}
+	}
+	return in
+}
+
+// fleetOf starts n recruiters on rdb, each with the scheduled job, and
+// enlists each perSecond times a second (0: no traffic) until the test
+// ends.
+func fleetOf(t *testing.T, rdb redis.UniversalClient, n int, cfg recruiter.Config, schedule string, log *tickLog, perSecond int) []*recruiter.Recruiter {
+	t.Helper()
+	recs := make([]*recruiter.Recruiter, n)
+	for i := range recs {
+		recs[i] = newRecruiter(t, rdb, cfg, nil)
+		mustRegister(t, recs[i], log.job(i), recruiter.JobConfig{Schedule: schedule})
+	}
+	if perSecond > 0 {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		quit := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, rec := range recs {
+			wg.Go(func() {
+				tick := time.NewTicker(time.Second / time.Duration(perSecond))
+				defer tick.Stop()
+				for {
+					select {
+					case <-quit:
+						return
+					case <-tick.C:
+						rec.Enlist(done)
+					}
+				}
+			})
+		}
+		t.Cleanup(func() { close(quit); wg.Wait() })
+	}
+	return recs
+}
+
+// checkTicks: over [from, to), every tick of a per-second schedule ran
+// once and once only (allowing one miss at either edge of the window),
+// each within a second of its tick.
+func checkTicks(t *testing.T, runs []tickRun, from, to time.Time) {
+	t.Helper()
+	seen := map[int64]int{}
+	for _, r := range runs {
+		seen[r.tick.UnixMilli()]++
+		if late := r.began.Sub(r.tick); late < -50*time.Millisecond || late > time.Second {
+			t.Errorf("tick %v began %v after it (process %d), want within a second and not before", r.tick.Format(time.TimeOnly), late, r.proc)
+		}
+	}
+	for tick, n := range seen {
+		if n > 1 {
+			t.Errorf("tick %v ran %d times", time.UnixMilli(tick).Format(time.StampMilli), n)
+		}
+	}
+	ticks := int(to.Sub(from) / time.Second)
+	if len(seen) < ticks-1 || len(seen) > ticks+1 {
+		t.Errorf("%d ticks ran in a window of %d, want %d ± 1", len(seen), ticks, ticks)
+	}
+}
+
+// TestScheduleRunsEachTickOnce: three processes on a per-second schedule
+// for 20 s, with traffic and with none: each tick runs once, on one
+// process, within a second of the tick.
+func TestScheduleRunsEachTickOnce(t *testing.T) {
+	t.Parallel()
+	for _, perSecond := range []int{0, 200} {
+		t.Run(fmt.Sprintf("%d fast exits per second each", perSecond), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			log := &tickLog{}
+			fleetOf(t, srv.Client(t), 3, recruiter.Config{}, "* * * * * *", log, perSecond)
+			from := time.Now().Truncate(time.Second).Add(2 * time.Second)
+			to := from.Add(20 * time.Second)
+			time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's run: a span, not a wait for an event
+			runs := log.between(from, to)
+			checkTicks(t, runs, from, to)
+			procs := map[int]bool{}
+			for _, r := range runs {
+				procs[r.proc] = true
+			}
+			t.Logf("%d runs over %v, by %d processes", len(runs), to.Sub(from), len(procs))
+		})
+	}
+}
+
+// TestScheduleCatchesUpOnce: Redis stopped for five ticks (of a schedule
+// every 2 s); when it comes back, the fleet runs the latest missed tick
+// once, not each missed one, and then keeps the schedule.
+func TestScheduleCatchesUpOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	log := &tickLog{}
+	fleetOf(t, srv.Client(t), 3, recruiter.Config{BreakerCooldown: time.Second}, "*/2 * * * * *", log, 0)
+	time.Sleep(3 * time.Second) // running: a span, not a wait for an event
+	stopped := time.Now()
+	srv.Pause()
+	time.Sleep(10 * time.Second) // five ticks with Redis stopped
+	resumed := time.Now()
+	srv.Resume()
+	time.Sleep(5 * time.Second) // the catch-up and two more ticks
+	missed := log.between(stopped.Add(100*time.Millisecond), resumed)
+	if len(missed) != 1 {
+		t.Fatalf("%d runs of the ticks missed while Redis was stopped, want one catch-up: %v", len(missed), missed)
+	}
+	if c := missed[0]; c.tick.Before(resumed.Add(-2*time.Second)) || c.began.Before(resumed) {
+		t.Errorf("catch-up ran tick %v at %v; want the latest missed tick, after Redis came back at %v", c.tick, c.began, resumed)
+	}
+	if after := log.between(resumed, resumed.Add(5*time.Second)); len(after) < 2 {
+		t.Errorf("%d runs in the ticks after the catch-up, want 2 or more", len(after))
+	}
+}
+
+// TestScheduleEveryProcessVisitsLongGaps: 100 processes on a schedule
+// whose gap counts as long (every process visits every tick: here a
+// per-second one stands for a per-minute one) never miss a tick, and
+// never run one twice.
+func TestScheduleEveryProcessVisitsLongGaps(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	log := &tickLog{}
+	fleetOf(t, srv.Client(t), 100, recruiter.WithTickDenseGap(recruiter.Config{}, time.Second), "* * * * * *", log, 0)
+	from := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	to := from.Add(10 * time.Second)
+	time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // a span, not a wait for an event
+	runs := log.between(from, to)
+	seen := map[int64]bool{}
+	for _, r := range runs {
+		seen[r.tick.UnixMilli()] = true
+	}
+	if len(seen) != 10 || len(runs) != 10 {
+		t.Errorf("%d runs of %d distinct ticks in 10 ticks, want each tick once", len(runs), len(seen))
+	}
+}
+
+// TestSchedulePausedTicksAreSkipped: ticks while the job is paused are
+// skipped, not queued for the resume.
+func TestSchedulePausedTicksAreSkipped(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	log := &tickLog{}
+	recs := fleetOf(t, srv.Client(t), 2, recruiter.Config{}, "* * * * * *", log, 0)
+	time.Sleep(2 * time.Second) // running: a span, not a wait for an event
+	ctx := context.Background()
+	if err := recs[0].Pause(ctx, "report", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	time.Sleep(3 * time.Second)
+	if err := recs[1].Resume(ctx, "report"); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	time.Sleep(3 * time.Second)
+	if during := log.between(paused.Add(time.Second), resumed.Add(-time.Second)); len(during) != 0 {
+		t.Errorf("%d runs of ticks while paused, want none", len(during))
+	}
+	if after := log.between(resumed.Add(time.Second), resumed.Add(3*time.Second)); len(after) < 1 {
+		t.Errorf("no run after the resume")
+	}
+}
+
+// TestScheduleRefusesBadInput: what cannot be a fleet's shared ticks is
+// refused at registration with an error that says why.
+func TestScheduleRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	rec := newRecruiter(t, offlineClient(t), recruiter.Config{}, nil)
+	for _, tc := range []struct {
+		cfg  recruiter.JobConfig
+		says string
+	}{
+		{recruiter.JobConfig{Schedule: "* * *"}, "Schedule"},
+		{recruiter.JobConfig{Schedule: "61 * * * *"}, "Schedule"},
+		{recruiter.JobConfig{Schedule: "CRON_TZ=Nowhere/Atlantis 0 3 * * *"}, "Nowhere/Atlantis"},
+		{recruiter.JobConfig{Schedule: "TZ=0"}, "Schedule"},
+		{recruiter.JobConfig{Schedule: "@every 5s"}, "use Every"},
+		{recruiter.JobConfig{Schedule: "0 0 30 2 *"}, "no tick"},
+		{recruiter.JobConfig{Schedule: "@daily", Every: time.Hour}, "Every or Rate"},
+		{recruiter.JobConfig{Schedule: "@daily", Rate: 0.1}, "Every or Rate"},
+	} {
+		err := rec.Register(recruiter.Func("bad", noop), tc.cfg)
+		if !errors.Is(err, recruiter.ErrInvalidJob) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Register(%+v) = %v; want ErrInvalidJob saying %q", tc.cfg, err, tc.says)
+		}
+	}
+	if err := rec.Register(recruiter.Func("good", noop), recruiter.JobConfig{Schedule: "CRON_TZ=Europe/Paris 0 3 * * *"}); err != nil {
+		t.Errorf("a valid schedule: %v", err)
+	}
+}
+
+// TestScheduleDaylightSaving: in a zone with daylight saving, a local time
+// the spring change skips has no tick that day; one the autumn change
+// repeats has one tick.
+func TestScheduleDaylightSaving(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := recruiter.ParseSchedule("CRON_TZ=America/New_York 30 1 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	for at, i := time.Date(2026, 10, 31, 12, 0, 0, 0, ny), 0; i < 3; i++ {
+		at = next(at)
+		got = append(got, at)
+	}
+	if want := time.Date(2026, 11, 2, 1, 30, 0, 0, ny); !got[1].Equal(want) {
+		t.Errorf("fall back: ticks %v, want the repeated 1:30 once (next on %v)", got, want)
+	}
+	next, err = recruiter.ParseSchedule("CRON_TZ=America/New_York 30 2 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := next(time.Date(2026, 3, 7, 12, 0, 0, 0, ny))
+	if want := time.Date(2026, 3, 9, 2, 30, 0, 0, ny); !first.Equal(want) || slices.Contains(got, first) {
+		t.Errorf("spring forward: next tick %v, want %v (none on the 8th)", first, want)
+	}
+}
