@@ -190,7 +190,7 @@ func runScenario(ctx context.Context, e *env, sc scenario, inject, grace time.Du
 				return
 			case <-tick.C:
 			}
-			st, err := q.Stats(sampleCtx)
+			st, err := q.Depth(sampleCtx)
 			if err == nil {
 				res.Depth = append(res.Depth, depthSample{time.Since(began), st.Pending, st.Leased, st.Expired, st.Delayed})
 			}

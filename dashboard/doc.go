@@ -5,7 +5,7 @@
 //	d, err := dashboard.New(rec,
 //		dashboard.WithTitle("catalog"),
 //		dashboard.WithGauge("queue depth", func(ctx context.Context) (float64, error) {
-//			st, err := q.Stats(ctx) // a queue.Queue, say
+//			st, err := q.Depth(ctx) // a queue.Queue, say
 //			return float64(st.Pending), err
 //		}),
 //		dashboard.WithTraceURL("http://localhost:16686/trace/%s"),

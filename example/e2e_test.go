@@ -356,7 +356,7 @@ func checkRedis(t *testing.T, rdb redis.UniversalClient) {
 	// nothing dead, no step pending for long, and every seeded order sent,
 	// retries included.
 	eventually(t, "the queue keeps up and the seeded orders are sent", func(ctx context.Context) error {
-		st, err := q.Stats(ctx)
+		st, err := q.Depth(ctx)
 		if err != nil || st.Dead != 0 || st.OldestPending > 5*time.Second {
 			return fmt.Errorf("queue stats %+v, %v", st, err)
 		}

@@ -60,13 +60,13 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	}
 	wantCounts := func(q *queue.Queue, want queue.Depth) {
 		t.Helper()
-		got, err := q.Stats(ctx)
+		got, err := q.Depth(ctx)
 		if err != nil {
-			t.Fatalf("Stats: %v", err)
+			t.Fatalf("Depth: %v", err)
 		}
 		got.OldestPending, want.OldestPending = 0, 0
 		if got != want {
-			t.Fatalf("Stats = %+v, want %+v", got, want)
+			t.Fatalf("Depth = %+v, want %+v", got, want)
 		}
 	}
 	type waitResult struct {

@@ -151,6 +151,6 @@ func (s *servers) shutdown(ctx context.Context) error {
 
 // queueDepth is the dashboard's gauge: the orders' steps not yet done.
 func (a *app) queueDepth(ctx context.Context) (float64, error) {
-	st, err := a.orders.Stats(ctx)
+	st, err := a.orders.Depth(ctx)
 	return float64(st.Pending + st.Leased + st.Delayed), err
 }

@@ -34,7 +34,7 @@ func (a *app) summary(ctx context.Context, label string) string {
 	c := &a.count
 	fmt.Fprintf(&b, "%-6s requests http=%d echo=%d grpc=%d fast=%d failed=%d | orders placed=%d sent=%d",
 		label, c.http.Load(), c.echo.Load(), c.grpc.Load(), c.fast.Load(), c.failed.Load(), c.placed.Load(), c.sent.Load())
-	if q, err := a.orders.Stats(ctx); err != nil {
+	if q, err := a.orders.Depth(ctx); err != nil {
 		fmt.Fprintf(&b, " | queue: %v", err)
 	} else {
 		fmt.Fprintf(&b, " | queue pending=%d leased=%d delayed=%d dead=%d", q.Pending, q.Leased, q.Delayed, q.Dead)

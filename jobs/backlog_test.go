@@ -187,7 +187,7 @@ func TestDrainKeepsUpWithItsProducer(t *testing.T) {
 		samples  int
 	)
 	for now := time.Now(); now.Before(measureTo); now = time.Now() {
-		d := mustStats(t, observer)
+		d := mustDepth(t, observer)
 		if depth := d.Pending + d.Leased; depth > maxDepth {
 			maxDepth, maxAt = depth, now.Sub(measureFrom)
 		}
@@ -209,7 +209,7 @@ func TestDrainKeepsUpWithItsProducer(t *testing.T) {
 	// falls back to about one slice per Every once slices find nothing.
 	var emptied time.Time
 	for deadline := stoppedAt.Add(10 * time.Second); ; {
-		d := mustStats(t, observer)
+		d := mustDepth(t, observer)
 		if d.Pending+d.Leased == 0 {
 			emptied = time.Now()
 			break

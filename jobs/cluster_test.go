@@ -35,7 +35,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantReport(t, mustSlice(t, job, 5*time.Second), recruiter.Report{Items: 30}, "tidy")
-			wantStats(t, q, queue.Depth{Pending: 30})
+			wantDepth(t, q, queue.Depth{Pending: 30})
 		}},
 		{"drain-retries", func(t *testing.T, name string) {
 			// The default lease: a drain starts an item only while the
@@ -56,7 +56,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			settled := 0
 			testrig.Eventually(t, 5*time.Second, "40 items and 4 retries settled", func() bool {
 				settled += mustSlice(t, drain, 5*time.Second).Items
-				return settled >= 44 && mustStats(t, q) == queue.Depth{}
+				return settled >= 44 && mustDepth(t, q) == queue.Depth{}
 			})
 			if settled != 44 {
 				t.Fatalf("drain settled %d, want 40 items and 4 retries", settled)
@@ -80,7 +80,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantReport(t, mustSlice(t, promote, 5*time.Second), recruiter.Report{Items: 12}, "promote")
-			wantStats(t, q, queue.Depth{Pending: 12})
+			wantDepth(t, q, queue.Depth{Pending: 12})
 		}},
 		{"drain-release", func(t *testing.T, name string) {
 			q := newQueue(t, cc, name, queue.Config{})
@@ -96,7 +96,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 			if rep.Items < 1 || rep.Items > 10 || !rep.More {
 				t.Fatalf("slice = %+v; want a few items and More", rep)
 			}
-			wantStats(t, q, queue.Depth{Pending: int64(20 - rep.Items)})
+			wantDepth(t, q, queue.Depth{Pending: int64(20 - rep.Items)})
 		}},
 		{"evict-fields", func(t *testing.T, name string) { evictOnCluster(t, cc, name) }},
 		{"evict-fields-own-tag", func(t *testing.T, name string) { evictOnCluster(t, cc, "app:{"+name+"}:cache") }},

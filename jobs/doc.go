@@ -52,7 +52,7 @@
 // either step reached its bound. [TidyStale] and [PromoteDue] earn their
 // place only for a queue whose items your own workers claim (rarely, or
 // not at the moment): there they keep retries, delayed items and expired
-// leases moving, and Stats counting them as pending, in the meantime.
+// leases moving, and Depth counting them as pending, in the meantime.
 // Registered beside a Drain they are harmless, and mostly find nothing.
 //
 // [Drain]'s handler takes one item at a time, so that the job, not the

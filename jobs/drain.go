@@ -275,7 +275,7 @@ func (j *drainJob) finish(ctx context.Context, outcomes []queue.Settlement, unst
 	}
 	if len(outcomes) > 0 {
 		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
-		var st queue.Settled
+		var st queue.SettleResult
 		st, settleErr = j.q.Settle(rctx, outcomes...)
 		cancel()
 		settled = st.Acked + st.Retried + st.Dead

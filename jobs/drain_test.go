@@ -55,7 +55,7 @@ func TestDrainAcksResults(t *testing.T) {
 	job := mustDrain(t, b.q, echo(c), jobs.DrainConfig{})
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 250}, "batches of 100, 100, 50")
 	wantResults(t, b.q, c, "item-", ids)
-	wantStats(t, b.q, queue.Depth{})
+	wantDepth(t, b.q, queue.Depth{})
 	wantReport(t, mustSlice(t, job, time.Second), recruiter.Report{}, "empty queue")
 }
 
@@ -85,7 +85,7 @@ func TestDrainWithSpentBudget(t *testing.T) {
 	if rep != (recruiter.Report{}) || !errors.Is(err, context.DeadlineExceeded) || c.total() != 0 {
 		t.Fatalf("Run = %+v, %v, %d handled; want nothing and the deadline's error", rep, err, c.total())
 	}
-	wantStats(t, b.q, queue.Depth{Pending: 3})
+	wantDepth(t, b.q, queue.Depth{Pending: 3})
 }
 
 func TestDrainNacksFailures(t *testing.T) {
@@ -102,8 +102,8 @@ func TestDrainNacksFailures(t *testing.T) {
 	}
 	job := mustDrain(t, b.q, failOdd, jobs.DrainConfig{})
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 10}, "first attempts")
-	if s := mustStats(t, b.q); s.Delayed != 5 || s.Pending+s.Leased+s.Dead != 0 {
-		t.Fatalf("Stats after the first attempts = %+v; want the 5 failures delayed for a retry", s)
+	if s := mustDepth(t, b.q); s.Delayed != 5 || s.Pending+s.Leased+s.Dead != 0 {
+		t.Fatalf("Depth after the first attempts = %+v; want the 5 failures delayed for a retry", s)
 	}
 
 	promote, err := jobs.PromoteDue(b.q, jobs.PromoteConfig{})
@@ -112,10 +112,10 @@ func TestDrainNacksFailures(t *testing.T) {
 	}
 	testrig.Eventually(t, 5*time.Second, "the 5 retries promoted", func() bool {
 		mustSlice(t, promote, time.Second)
-		return mustStats(t, b.q).Pending == 5
+		return mustDepth(t, b.q).Pending == 5
 	})
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 5}, "second attempts")
-	wantStats(t, b.q, queue.Depth{Dead: 5})
+	wantDepth(t, b.q, queue.Depth{Dead: 5})
 
 	dead, err := b.q.Dead(context.Background(), 10)
 	if err != nil || len(dead) != 5 {
@@ -154,7 +154,7 @@ func TestDrainPanicLosesNothing(t *testing.T) {
 		t.Errorf("Run error %v; want ErrHandlerPanic with the value, the item and the stack", err)
 	}
 	wantReport(t, rep, recruiter.Report{Items: 5}, "a batch with a panic")
-	wantStats(t, b.q, queue.Depth{Dead: 1})
+	wantDepth(t, b.q, queue.Depth{Dead: 1})
 	dead, err := b.q.Dead(context.Background(), 10)
 	if err != nil || len(dead) != 1 || dead[0].ID != ids[2] || dead[0].Cause != "jobs: handler panicked: handler bug" {
 		t.Fatalf("Dead = %+v, %v; want item 2 with the panic as cause", dead, err)
@@ -195,9 +195,9 @@ func TestDrainHandsBackUnstartedItems(t *testing.T) {
 			rep, err, late.n.Load(), item)
 	}
 	handled := c.total()
-	s := mustStats(t, b.q)
+	s := mustDepth(t, b.q)
 	if handled != rep.Items || s.Leased != 0 || s.Pending != int64(50-handled) || s.Delayed > 1 {
-		t.Fatalf("%d items handled, %d settled, Stats %+v; want nothing leased, the %d unstarted items pending, at most the last item interrupted",
+		t.Fatalf("%d items handled, %d settled, Depth %+v; want nothing leased, the %d unstarted items pending, at most the last item interrupted",
 			handled, rep.Items, s, 50-handled)
 	}
 	// Released to the head, uncounted: the next claim takes them, first attempts.
@@ -246,7 +246,7 @@ func TestDrainClaimsWhatFits(t *testing.T) {
 		t.Fatalf("Run = %+v, %v, %d handled, %d started without %v left; want 4 to 24 items, More, none started late",
 			rep, err, c.total(), late.n.Load(), item)
 	}
-	wantStats(t, b.q, queue.Depth{Pending: int64(100 - rep.Items)})
+	wantDepth(t, b.q, queue.Depth{Pending: int64(100 - rep.Items)})
 }
 
 // An item whose lease expired while its handler ran, and that Tidy handed
@@ -274,7 +274,7 @@ func TestDrainLostLeaseIsNotCounted(t *testing.T) {
 	if !errors.Is(err, queue.ErrLeaseLost) || rep.Items != 0 {
 		t.Fatalf("Run = %+v, %v; want no items and an error wrapping queue.ErrLeaseLost", rep, err)
 	}
-	wantStats(t, b.q, queue.Depth{Pending: 1})
+	wantDepth(t, b.q, queue.Depth{Pending: 1})
 	if it := mustClaim(t, b.q, 1, 1)[0]; it.Attempt != 2 {
 		t.Errorf("reclaimed at attempt %d, want 2", it.Attempt)
 	}
@@ -317,15 +317,15 @@ func TestDrainRespectsTheLease(t *testing.T) {
 	// 10s leaves the lease as the only bound.
 	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batching: jobs.Batching{Batch: 6, RedisTimeout: time.Second}})
 	for range 20 {
-		if mustStats(t, b.q).Pending == 0 {
+		if mustDepth(t, b.q).Pending == 0 {
 			break
 		}
 		if _, _, err := runSlice(t, job, 10*time.Second); err != nil {
 			t.Fatalf("a slice failed: %v", err)
 		}
 	}
-	s := mustStats(t, b.q)
+	s := mustDepth(t, b.q)
 	if s.Pending != 0 || s.Leased != 0 || s.Dead != 0 || s.Delayed != 0 || c.total() != 6 {
-		t.Fatalf("Stats %+v after %d handled; want all 6 acked, none dead for a lost lease", s, c.total())
+		t.Fatalf("Depth %+v after %d handled; want all 6 acked, none dead for a lost lease", s, c.total())
 	}
 }

@@ -81,7 +81,7 @@ func drainLeaseRounds(t *testing.T, lease time.Duration, maxAttempts, rounds int
 		ids := enqueue(t, b.q, fmt.Sprintf("r%d-item-", r), batch)
 		blocked.Store(ids[0])
 		blockedUntil.Store(time.Time{})
-		delayed := mustStats(t, b.q).Delayed
+		delayed := mustDepth(t, b.q).Delayed
 		rep, _, runErr := runSlice(t, job, time.Second)
 		dl, _ := blockedUntil.Load().(time.Time)
 		started := !dl.IsZero()
@@ -100,7 +100,7 @@ func drainLeaseRounds(t *testing.T, lease time.Duration, maxAttempts, rounds int
 			continue
 		}
 		judged++
-		tally.judge(t, r, ids, started, rep, runErr, back, dead, mustStats(t, b.q).Delayed-delayed, cfg.MaxAttempts)
+		tally.judge(t, r, ids, started, rep, runErr, back, dead, mustDepth(t, b.q).Delayed-delayed, cfg.MaxAttempts)
 	}
 	t.Logf("lease %v: %d rounds judged (%d not: stalled); the blocked item lost its lease in %d; of %d unstarted items, %d came back counted again, %d dead",
 		lease, judged, stalled, tally.blockedLost, tally.unstarted, tally.recounted, tally.deadUnstarted)

@@ -39,8 +39,8 @@ func TestDrainMaintainsItsQueue(t *testing.T) {
 	settled := 0
 	testrig.Eventually(t, 20*time.Second, "every item done", func() bool {
 		settled += mustSlice(t, drain, 10*time.Second).Items
-		return mustStats(t, b.q) == queue.Depth{}
-	}, func() string { return fmt.Sprintf("queue: %+v", mustStats(t, b.q)) })
+		return mustDepth(t, b.q) == queue.Depth{}
+	}, func() string { return fmt.Sprintf("queue: %+v", mustDepth(t, b.q)) })
 	wantResults(t, b.q, c, "item-", ids)
 	// 30 items, 3 of them ("item-5", "-15", "-25") failed once (item-5
 	// maybe at its second attempt, recovered from the crashed worker).
@@ -71,7 +71,7 @@ func TestDrainReportsMoreWhileMaintenanceIsBehind(t *testing.T) {
 			t.Fatalf("slice %d: Report = %+v, want %+v", i+1, rep, want)
 		}
 	}
-	wantStats(t, b.q, queue.Depth{Dead: 5})
+	wantDepth(t, b.q, queue.Depth{Dead: 5})
 	if c.total() != 0 {
 		t.Fatalf("handler called %d times, want none", c.total())
 	}

@@ -46,7 +46,7 @@ func ExampleDrain() {
 // A queue that workers of your own claim from (queue.Queue.Claim, Ack,
 // Nack), which may all be down for a while: the web servers hand its
 // crashed workers' expired leases back and promote its due retries in
-// the meantime, so that they wait as pending and Stats says so. (A queue
+// the meantime, so that they wait as pending and Depth says so. (A queue
 // worked by a Drain needs neither: its claims do both.)
 func ExampleTidyStale() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})

@@ -133,20 +133,20 @@ func mustClaim(t testing.TB, q *queue.Queue, n, want int) []queue.Item {
 	return items
 }
 
-func mustStats(t testing.TB, q *queue.Queue) queue.Depth {
+func mustDepth(t testing.TB, q *queue.Queue) queue.Depth {
 	t.Helper()
-	s, err := q.Stats(context.Background())
+	s, err := q.Depth(context.Background())
 	if err != nil {
-		t.Fatalf("Stats: %v", err)
+		t.Fatalf("Depth: %v", err)
 	}
 	s.OldestPending = 0 // not compared
 	return s
 }
 
-func wantStats(t testing.TB, q *queue.Queue, want queue.Depth) {
+func wantDepth(t testing.TB, q *queue.Queue, want queue.Depth) {
 	t.Helper()
-	if got := mustStats(t, q); got != want {
-		t.Fatalf("Stats = %+v, want %+v", got, want)
+	if got := mustDepth(t, q); got != want {
+		t.Fatalf("Depth = %+v, want %+v", got, want)
 	}
 }
 

@@ -21,7 +21,7 @@ func TestTidyStaleReturnsExpiredLeases(t *testing.T) {
 	crashed := mustClaim(t, b.q, 20, 20)
 	kept := mustClaim(t, patient, 5, 5)
 	untilRedisTime(t, b.rdb, crashed[0].Deadline)
-	wantStats(t, b.q, queue.Depth{Pending: 15, Leased: 25, Expired: 20})
+	wantDepth(t, b.q, queue.Depth{Pending: 15, Leased: 25, Expired: 20})
 
 	one, err := jobs.TidyStale(b.q, jobs.TidyConfig{Batching: jobs.Batching{Batch: 8, MaxBatches: 1}})
 	if err != nil {
@@ -39,7 +39,7 @@ func TestTidyStaleReturnsExpiredLeases(t *testing.T) {
 	// the point here (pace_internal_test.go tests that).
 	wantReport(t, mustSlice(t, all, 10*time.Second), recruiter.Report{Items: 12, More: false}, "the rest, in batches of 8")
 	wantReport(t, mustSlice(t, all, time.Second), recruiter.Report{}, "nothing left")
-	wantStats(t, b.q, queue.Depth{Pending: 35, Leased: 5})
+	wantDepth(t, b.q, queue.Depth{Pending: 35, Leased: 5})
 
 	// The recovered items are claimed again, as their second attempt, and
 	// the patient worker's claims are untouched.
@@ -75,13 +75,13 @@ func TestTidyStaleWithSpentBudget(t *testing.T) {
 	if rep != (recruiter.Report{}) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slice with a spent budget: %+v, %v; want nothing done and the deadline's error", rep, err)
 	}
-	wantStats(t, b.q, queue.Depth{Leased: 10, Expired: 10})
+	wantDepth(t, b.q, queue.Depth{Leased: 10, Expired: 10})
 	// Without a deadline, one batch.
 	rep, err = job.Run(context.Background())
 	if rep != (recruiter.Report{Items: 10}) || err != nil {
 		t.Fatalf("slice without a deadline: %+v, %v; want the 10 leases", rep, err)
 	}
-	wantStats(t, b.q, queue.Depth{Pending: 10})
+	wantDepth(t, b.q, queue.Depth{Pending: 10})
 }
 
 func TestPromoteDueMovesDueItems(t *testing.T) {
@@ -96,7 +96,7 @@ func TestPromoteDueMovesDueItems(t *testing.T) {
 	if s, err := later.Settle(context.Background(), failures(mustClaim(t, later, 5, 5), "later")...); s.Retried != 5 || err != nil {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}
-	testrig.Eventually(t, 5*time.Second, "10 items due", func() bool { return mustStats(t, b.q).Due == 10 })
+	testrig.Eventually(t, 5*time.Second, "10 items due", func() bool { return mustDepth(t, b.q).Due == 10 })
 
 	job, err := jobs.PromoteDue(b.q, jobs.PromoteConfig{Batching: jobs.Batching{Batch: 4}})
 	if err != nil {
@@ -104,7 +104,7 @@ func TestPromoteDueMovesDueItems(t *testing.T) {
 	}
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 10, More: false}, "batches of 4, 4 and 2")
 	wantReport(t, mustSlice(t, job, time.Second), recruiter.Report{}, "nothing due")
-	wantStats(t, b.q, queue.Depth{Pending: 10, Delayed: 5})
+	wantDepth(t, b.q, queue.Depth{Pending: 10, Delayed: 5})
 	// The promoted ones are the ten soon ones (in the order of their
 	// jittered due times), at their second attempt.
 	want := map[string]bool{}

@@ -60,7 +60,7 @@ func TestDrainThroughRecruiter(t *testing.T) {
 	enlistUntil(t, rec, "all 1000 items handled", func() bool { return c.total() >= 1000 })
 
 	wantResults(t, b.q, c, "item-", ids)
-	wantStats(t, b.q, queue.Depth{})
+	wantDepth(t, b.q, queue.Depth{})
 	js := rec.Stats().Jobs[0]
 	if js.Name != "drain.jobs" || js.Items != 1000 || js.Ran < 5 || js.Failed() != 0 {
 		t.Fatalf("recruiter stats %+v; want 1000 items in at least 5 clean slices", js)
@@ -96,7 +96,7 @@ func TestTidyAndDrainThroughRecruiter(t *testing.T) {
 	enlistUntil(t, rec, "all 300 items handled", func() bool { return c.total() >= 300 })
 
 	wantResults(t, b.q, c, "item-", ids)
-	wantStats(t, b.q, queue.Depth{})
+	wantDepth(t, b.q, queue.Depth{})
 	// Timeouts are not counted as failures here: a slice that overruns a
 	// 20ms budget by one queue call is what a loaded machine does (Drain
 	// ends late by a call rather than early, and its budget is checked in

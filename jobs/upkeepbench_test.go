@@ -152,7 +152,7 @@ func runUpkeepLoad(b *testing.B, separateJobs bool) {
 	wg.Wait()
 
 	stranded := int64(produced) - done.Load()
-	d := mustStats(b, q)
+	d := mustDepth(b, q)
 	js := rec.Stats().Jobs
 	slices := map[string]uint64{}
 	for _, j := range js {

@@ -214,7 +214,7 @@ func BenchmarkDepth(b *testing.B) {
 			}
 		}
 		fill(b, q, depth)
-		if s := mustStats(b, q); s.Pending != int64(depth) || s.Leased != int64(depth) || s.Delayed != int64(depth) {
+		if s := mustDepth(b, q); s.Pending != int64(depth) || s.Leased != int64(depth) || s.Delayed != int64(depth) {
 			b.Fatalf("setup: %+v, want %d of each", s, depth)
 		}
 		op := func(name string) string { return "op=" + name + "/depth=" + strconv.Itoa(depth) }
@@ -248,7 +248,7 @@ func BenchmarkDepth(b *testing.B) {
 		})
 		b.Run(op("stats"), func(b *testing.B) {
 			for range b.N {
-				if _, err := q.Stats(ctx); err != nil {
+				if _, err := q.Depth(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}

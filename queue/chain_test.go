@@ -52,7 +52,7 @@ func TestThenMovesTheChainOn(t *testing.T) {
 	if s, err := b.q.Settle(ctx, stale); err != nil || len(s.Lost) != 1 {
 		t.Fatalf("Settle of a stale claim = %+v, %v; want lost", s, err)
 	}
-	if d, _ := b.q.Stats(ctx); d.Pending != 0 {
+	if d, _ := b.q.Depth(ctx); d.Pending != 0 {
 		t.Fatalf("a lost ack enqueued its follow-up: %+v", d)
 	}
 	for i := range 2 { // the second is a resend: nothing twice
@@ -60,7 +60,7 @@ func TestThenMovesTheChainOn(t *testing.T) {
 			t.Fatalf("Settle %d = %+v, %v; want acked", i, s, err)
 		}
 	}
-	if d, _ := b.q.Stats(ctx); d.Pending != 1 || d.Leased != 0 {
+	if d, _ := b.q.Depth(ctx); d.Pending != 1 || d.Leased != 0 {
 		t.Fatalf("after the ack: %+v, want one pending follow-up", d)
 	}
 	c := wantChain(t, b.q, id, queue.ChainRunning, 2, 3)
@@ -87,7 +87,7 @@ func TestThenMovesTheChainOn(t *testing.T) {
 	if string(c.Result) != "r3" || c.Current != it.ID {
 		t.Fatalf("done chain = %+v, want result r3 of %s", c, it.ID)
 	}
-	if d, _ := b.q.Stats(ctx); d != (queue.Depth{}) {
+	if d, _ := b.q.Depth(ctx); d != (queue.Depth{}) {
 		t.Fatalf("after the chain: %+v, want an empty queue", d)
 	}
 }
@@ -112,7 +112,7 @@ func TestChainFailsWithTheDeadStepsCause(t *testing.T) {
 	if c.Cause != "boom" || c.Current != id {
 		t.Fatalf("failed chain = %+v, want cause boom at %s", c, id)
 	}
-	if d, _ := b.q.Stats(ctx); d.Pending != 0 || d.Dead != 1 {
+	if d, _ := b.q.Depth(ctx); d.Pending != 0 || d.Dead != 1 {
 		t.Fatalf("a nack enqueued its follow-up: %+v", d)
 	}
 	if n, err := b.q.RequeueDead(ctx, 10); n != 1 || err != nil {
@@ -165,7 +165,7 @@ func TestChainBadInput(t *testing.T) {
 			t.Errorf("Settle with Then %+v: %v, want an argument error", th, err)
 		}
 	}
-	if d, _ := b.q.Stats(ctx); d.Leased != 1 || d.Pending != 0 {
+	if d, _ := b.q.Depth(ctx); d.Leased != 1 || d.Pending != 0 {
 		t.Fatalf("refused settles changed the queue: %+v", d)
 	}
 	for _, id := range []string{"", strings.Repeat("x", 513)} {
@@ -217,8 +217,8 @@ func TestSettleWithThenIsOneRoundTrip(t *testing.T) {
 	for _, id := range ids {
 		wantChain(t, q, id, queue.ChainRunning, 2, 2)
 	}
-	if d, _ := q.Stats(ctx); d.Pending != n {
-		t.Fatalf("Stats = %+v, want %d pending", d, n)
+	if d, _ := q.Depth(ctx); d.Pending != n {
+		t.Fatalf("Depth = %+v, want %d pending", d, n)
 	}
 }
 

@@ -85,7 +85,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 				t.Fatalf("Tidy = %d, %v; want 1 (c)", n, err)
 			}
 			wantCounts(t, q, queue.Depth{Pending: 2, Leased: 1})
-			if s := mustStats(t, q); s.OldestPending < 0 || s.OldestPending > time.Minute {
+			if s := mustDepth(t, q); s.OldestPending < 0 || s.OldestPending > time.Minute {
 				t.Fatalf("OldestPending = %v", s.OldestPending)
 			}
 		}},
@@ -181,8 +181,8 @@ func TestEveryScriptOnCluster(t *testing.T) {
 				t.Fatalf("EnqueueJoin after the join ended = %s, %v, %v; want a new join", id, dup, err)
 			}
 			// Not wantCounts: Due counts the new child once its 20ms pass.
-			if d := mustStats(t, q); d.Delayed != 1 || d.Pending != 0 || d.Leased != 0 || d.Dead != 0 {
-				t.Fatalf("Stats = %+v, want the new join's child delayed, nothing else", d)
+			if d := mustDepth(t, q); d.Delayed != 1 || d.Pending != 0 || d.Leased != 0 || d.Dead != 0 {
+				t.Fatalf("Depth = %+v, want the new join's child delayed, nothing else", d)
 			}
 		}},
 		{"wait-and-malformed", func(t *testing.T, q *queue.Queue) {

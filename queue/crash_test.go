@@ -115,7 +115,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 		procs = append(procs, startWorker(t, spec, dir, i))
 	}
 	remaining := func() int64 {
-		s := mustStats(t, q)
+		s := mustDepth(t, q)
 		return s.Pending + s.Leased + s.Delayed
 	}
 	for k := range kills {
@@ -143,7 +143,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 		select {
 		case <-w.done:
 		case <-time.After(60 * time.Second):
-			t.Fatalf("worker %d still running; stats %+v", i, mustStats(t, q))
+			t.Fatalf("worker %d still running; stats %+v", i, mustDepth(t, q))
 		}
 		if !w.killed && w.cmd.ProcessState.ExitCode() != 0 {
 			out, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("worker-%d.out", i)))

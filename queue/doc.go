@@ -49,9 +49,9 @@
 // at most a given count (up to [BatchMax]) per call: for a queue that
 // nobody claims from for a while (its own workers stopped, or claim
 // rarely) whose retries, delayed items or expired leases should still
-// move, or be seen in [Queue.Stats] as pending rather than due or
+// move, or be seen in [Queue.Depth] as pending rather than due or
 // expired. [Queue.RequeueDead] and [Queue.PurgeDead] empty the dead
-// letters, which [Queue.Dead] lists. [Queue.Stats] shows what is waiting.
+// letters, which [Queue.Dead] lists. [Queue.Depth] shows what is waiting.
 //
 // # Guarantees
 //
@@ -122,7 +122,7 @@
 // Small hashes and sorted sets are otherwise listpacks, whose every lookup
 // scans the key: a batch of 100 going in and out of one costs quadratic
 // time, which was about half the Redis time of a claim and its settle.
-// No id can be "", and no lease reaches +inf; Stats leaves the pin out.
+// No id can be "", and no lease reaches +inf; Depth leaves the pin out.
 //
 // Times come from Redis's TIME, never from the callers' clocks. Every
 // operation costs O(k log n) for its k items in a queue of n: no call scans

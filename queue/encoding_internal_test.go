@@ -41,8 +41,8 @@ func TestBatchKeysLeaveListpackEncoding(t *testing.T) {
 		}
 	}
 	// The pin is no item: one lease is left, and nothing pending.
-	s, err := q.Stats(ctx)
+	s, err := q.Depth(ctx)
 	if err != nil || s.Leased != 1 || s.Pending != 0 || s.Expired != 0 {
-		t.Fatalf("Stats = %+v, %v; want 1 leased", s, err)
+		t.Fatalf("Depth = %+v, %v; want 1 leased", s, err)
 	}
 }

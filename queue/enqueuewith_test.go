@@ -73,12 +73,12 @@ func TestEnqueueWithDelay(t *testing.T) {
 	wantCounts(t, b.q, queue.Depth{})
 
 	// A delay below 1ms still delays (rounded up); 0 does not. The µs item
-	// may be due by the time Stats reads (Due): a ms passes quickly on a
+	// may be due by the time Depth reads (Due): a ms passes quickly on a
 	// loaded machine; it is delayed all the same, until Promote.
 	mustEnqueueWith(t, b.q, "µs", queue.EnqueueOptions{Delay: time.Microsecond}, false)
 	mustEnqueueWith(t, b.q, "now", queue.EnqueueOptions{}, false)
-	if got := mustStats(t, b.q); got.Pending != 1 || got.Delayed != 1 {
-		t.Fatalf("Stats = %+v, want 1 pending and 1 delayed", got)
+	if got := mustDepth(t, b.q); got.Pending != 1 || got.Delayed != 1 {
+		t.Fatalf("Depth = %+v, want 1 pending and 1 delayed", got)
 	}
 }
 

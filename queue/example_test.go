@@ -74,7 +74,7 @@ func ExampleQueue_Tidy() {
 	if _, err := q.Promote(ctx, 500); err != nil { // due retries back to pending
 		log.Print(err)
 	}
-	s, err := q.Stats(ctx)
+	s, err := q.Depth(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

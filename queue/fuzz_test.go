@@ -64,7 +64,7 @@ func (n *neighbours) check(t *testing.T, ctx context.Context) {
 	if r, err := n.q.Result(ctx, n.done); err != nil || string(r) != neighbourResult {
 		t.Fatalf("neighbour's result = %q, %v; want %q", r, err, neighbourResult)
 	}
-	if s, err := n.q.Stats(ctx); err != nil || s.Pending != 1 || s.Leased+s.Delayed+s.Dead != 0 {
+	if s, err := n.q.Depth(ctx); err != nil || s.Pending != 1 || s.Leased+s.Delayed+s.Dead != 0 {
 		t.Fatalf("neighbour's stats = %+v, %v; want one pending item", s, err)
 	}
 }
@@ -135,7 +135,7 @@ func FuzzPayloads(f *testing.F) {
 		default:
 			want, ids = append(want, payloads...), append(ids, batchIDs...)
 		}
-		if s := mustStats(t, q); s.Pending != int64(len(ids)) {
+		if s := mustDepth(t, q); s.Pending != int64(len(ids)) {
 			t.Fatalf("after enqueueing %d items: %+v", len(ids), s)
 		}
 		for i, id := range ids {

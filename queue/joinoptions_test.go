@@ -135,8 +135,8 @@ func TestJoinDelay(t *testing.T) {
 		}
 	}
 	// Not wantCounts: Due may count them on a machine that stalls for the delay.
-	if d := mustStats(t, b.q); d.Pending != 0 || d.Leased != 0 || d.Delayed != 3 {
-		t.Fatalf("Stats = %+v, want 3 delayed, nothing pending", d)
+	if d := mustDepth(t, b.q); d.Pending != 0 || d.Leased != 0 || d.Delayed != 3 {
+		t.Fatalf("Depth = %+v, want 3 delayed, nothing pending", d)
 	}
 	wantJoin(t, b.q, id, queue.JoinRunning, 0, 3)
 	mustClaim(t, b.q, 10, 0)

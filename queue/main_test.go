@@ -126,22 +126,22 @@ func mustClaim(t testing.TB, q *queue.Queue, n, want int) []queue.Item {
 	return items
 }
 
-func mustStats(t testing.TB, q *queue.Queue) queue.Depth {
+func mustDepth(t testing.TB, q *queue.Queue) queue.Depth {
 	t.Helper()
-	s, err := q.Stats(context.Background())
+	s, err := q.Depth(context.Background())
 	if err != nil {
-		t.Fatalf("Stats: %v", err)
+		t.Fatalf("Depth: %v", err)
 	}
 	return s
 }
 
-// wantCounts compares the counts of Stats (not OldestPending).
+// wantCounts compares the counts of Depth (not OldestPending).
 func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 	t.Helper()
-	got := mustStats(t, q)
+	got := mustDepth(t, q)
 	got.OldestPending, want.OldestPending = 0, 0
 	if got != want {
-		t.Fatalf("Stats = %+v, want %+v", got, want)
+		t.Fatalf("Depth = %+v, want %+v", got, want)
 	}
 }
 

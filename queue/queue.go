@@ -263,8 +263,8 @@ type Depth struct {
 	OldestPending time.Duration
 }
 
-// Stats reads the queue's counts in O(log n).
-func (q *Queue) Stats(ctx context.Context) (Depth, error) {
+// Depth reads the queue's counts in O(log n).
+func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 	r, err := statsScript.Run(ctx, q.rdb, q.k.statsKeys, encodingPin).Int64Slice()
 	if err != nil {
 		return Depth{}, q.wrap("stats", err)

@@ -142,11 +142,11 @@ func TestPayloadLimits(t *testing.T) {
 	}
 }
 
-func TestStatsCountsAndOldestPending(t *testing.T) {
+func TestDepthCountsAndOldestPending(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{Lease: time.Millisecond, MaxAttempts: 1, BackoffBase: time.Hour, BackoffMax: time.Hour})
 	ctx := testContext(t)
-	if s := mustStats(t, b.q); s != (queue.Depth{}) {
+	if s := mustDepth(t, b.q); s != (queue.Depth{}) {
 		t.Fatalf("empty queue: %+v", s)
 	}
 	mustEnqueue(t, b.q, "a", "b", "c", "d", "e")
@@ -154,14 +154,14 @@ func TestStatsCountsAndOldestPending(t *testing.T) {
 	untilRedisTime(t, b.rdb, start.Add(30*time.Millisecond))
 	items := mustClaim(t, b.q, 2, 2)
 	untilRedisTime(t, b.rdb, items[0].Deadline.Add(time.Millisecond))
-	s := mustStats(t, b.q)
+	s := mustDepth(t, b.q)
 	// The next in line ("c") was enqueued before start; it waited at least 30ms.
 	if s.OldestPending < 30*time.Millisecond || s.OldestPending > 10*time.Second {
 		t.Fatalf("OldestPending = %v, want about the 30ms+ it waited", s.OldestPending)
 	}
 	s.OldestPending = 0
 	if want := (queue.Depth{Pending: 3, Leased: 2, Expired: 2}); s != want {
-		t.Fatalf("Stats = %+v, want %+v", s, want)
+		t.Fatalf("Depth = %+v, want %+v", s, want)
 	}
 	b2 := newQueue(t, b.rdb, "other", queue.Config{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: 2})
 	mustEnqueue(t, b2, "x", "y")

@@ -46,8 +46,8 @@ type Settlement struct {
 	Then *Then
 }
 
-// Settled counts what a [Queue.Settle] did.
-type Settled struct {
+// SettleResult counts what a [Queue.Settle] did.
+type SettleResult struct {
 	Acked   int // results stored
 	Retried int // nacked, delayed for a retry
 	Dead    int // nacked at the last attempt, dead-lettered
@@ -72,8 +72,8 @@ type Settled struct {
 // nack with ErrPayloadTooLarge as the cause, so one item cannot fail a
 // batch. Settling again an item that this very claim already acked counts
 // it as acked again: a retried call is harmless.
-func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (Settled, error) {
-	var s Settled
+func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (SettleResult, error) {
+	var s SettleResult
 	for _, o := range settlements {
 		if err := checkItem(o.Item); err != nil {
 			return s, err

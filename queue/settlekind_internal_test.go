@@ -98,8 +98,8 @@ func TestSettleScriptKinds(t *testing.T) {
 			t.Fatalf("kind %q after an ack: no error", kind)
 		}
 	}
-	if s, err := q.Stats(ctx); err != nil || s.Leased != int64(len(items)) {
-		t.Fatalf("after the refused calls: Stats = %+v, %v; want all %d leased", s, err, len(items))
+	if s, err := q.Depth(ctx); err != nil || s.Leased != int64(len(items)) {
+		t.Fatalf("after the refused calls: Depth = %+v, %v; want all %d leased", s, err, len(items))
 	}
 
 	for i, backoff := range backoffs {
@@ -132,7 +132,7 @@ func TestSettleScriptKinds(t *testing.T) {
 	if r, err := q.Result(ctx, last.ID); string(r) != "done" || err != nil {
 		t.Fatalf("Result = %q, %v; want done", r, err)
 	}
-	if s, err := q.Stats(ctx); err != nil || s.Delayed != int64(len(backoffs)) || s.Leased != 0 {
-		t.Fatalf("Stats = %+v, %v; want %d delayed", s, err, len(backoffs))
+	if s, err := q.Depth(ctx); err != nil || s.Delayed != int64(len(backoffs)) || s.Leased != 0 {
+		t.Fatalf("Depth = %+v, %v; want %d delayed", s, err, len(backoffs))
 	}
 }

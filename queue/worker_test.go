@@ -67,7 +67,7 @@ func work(q *queue.Queue, spec workerSpec, log *os.File) error {
 			return err
 		}
 		if len(items) == 0 {
-			s, err := q.Stats(ctx)
+			s, err := q.Depth(ctx)
 			if err != nil {
 				return err
 			}

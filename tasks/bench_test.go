@@ -96,7 +96,7 @@ func BenchmarkTasksVsRawQueue(b *testing.B) {
 			}
 			elapsed := time.Since(began)
 			b.StopTimer()
-			if d, err := q.Stats(context.Background()); err != nil || d != (queue.Depth{}) {
+			if d, err := q.Depth(context.Background()); err != nil || d != (queue.Depth{}) {
 				b.Fatalf("after the drain: %+v, %v; want every item acked", d, err)
 			}
 			b.ReportMetric(float64(done)/elapsed.Seconds(), "items/s")

@@ -78,7 +78,7 @@ func TestChainRunsStepByStep(t *testing.T) {
 		if err != nil || st.State != queue.ChainRunning || st.Step != step+1 || st.Steps != 3 {
 			t.Fatalf("before %s: ChainStatus = %+v, %v; want running at step %d of 3", want, st, err, step+1)
 		}
-		if d, _ := b.q.Stats(ctx); d.Pending != 1 {
+		if d, _ := b.q.Depth(ctx); d.Pending != 1 {
 			t.Fatalf("before %s: %s, want the one step pending", want, fmtDepth(d))
 		}
 		if _, err := b.job.Run(ctx); err != nil {
@@ -96,7 +96,7 @@ func TestChainRunsStepByStep(t *testing.T) {
 	if err != nil || st.State != queue.ChainDone || st.Step != 3 || string(st.Result) != `"x=10"` {
 		t.Fatalf("ChainStatus = %+v, %v; want done with \"x=10\"", st, err)
 	}
-	if d, _ := b.q.Stats(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
+	if d, _ := b.q.Depth(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
 		t.Fatalf("after the chain: %s", fmtDepth(d))
 	}
 }
@@ -200,7 +200,7 @@ func TestChainOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nothing promotes it yet.
-	if d, err := b.q.Stats(ctx); err != nil || d.Delayed != 1 || d.Pending != 0 {
+	if d, err := b.q.Depth(ctx); err != nil || d.Delayed != 1 || d.Pending != 0 {
 		t.Fatalf("after a delayed chain: %+v, %v; want its first step delayed", d, err)
 	}
 	again := func() string {
@@ -270,7 +270,7 @@ func TestChainBadInput(t *testing.T) {
 	if _, err := tasks.WaitChain[int](ctx, b.client, "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("WaitChain(nope): %v, want ErrNotFound", err)
 	}
-	if d, _ := b.q.Stats(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
+	if d, _ := b.q.Depth(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
 		t.Fatalf("refused chains added items: %s", fmtDepth(d))
 	}
 	if _, ok, err := tasks.PreviousResult[int](ctx); ok || err != nil {

@@ -37,7 +37,7 @@ func TestJobOnCluster(t *testing.T) {
 			cl := goCall[addArgs, sum](t, b.client, "add", addArgs{A: 100, B: i})
 			ctx := testrig.Context(t, 30*time.Second)
 			b.drive(t, "every task done or dead", func() bool {
-				d, err := b.q.Stats(ctx)
+				d, err := b.q.Depth(ctx)
 				return err == nil && cl.finished() && d == queue.Depth{Dead: 1}
 			})
 			for j, id := range ids {
@@ -84,11 +84,11 @@ func TestEnqueueOptionsOnCluster(t *testing.T) {
 			}
 			later := mustEnqueueWith(t, b.client, "add", addArgs{A: 100}, tasks.Delay(50*time.Millisecond))
 			failing := mustEnqueueWith(t, b.client, "fail", 0, tasks.Attempts(2))
-			if d, err := b.q.Stats(ctx); err != nil || d.Pending != 2 || d.Delayed != 1 {
-				t.Fatalf("Stats = %+v, %v; want 2 pending, 1 delayed", d, err)
+			if d, err := b.q.Depth(ctx); err != nil || d.Pending != 2 || d.Delayed != 1 {
+				t.Fatalf("Depth = %+v, %v; want 2 pending, 1 delayed", d, err)
 			}
 			b.drive(t, "every task done or dead", func() bool {
-				d, err := b.q.Stats(ctx)
+				d, err := b.q.Depth(ctx)
 				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
 			})
 			if res, err := b.q.Result(ctx, later); err != nil || string(res) != `{"Sum":100,"Label":""}` {
@@ -123,7 +123,7 @@ func TestChainsOnCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.drive(t, "both chains ended", func() bool {
-				d, err := b.q.Stats(ctx)
+				d, err := b.q.Depth(ctx)
 				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
 			})
 			if got, err := tasks.WaitChain[string](ctx, b.client, ok); err != nil || got != fmt.Sprintf("q=%d", 2*(i+1)) {
@@ -157,7 +157,7 @@ func TestFanOutsOnCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.drive(t, "both fan-outs ended", func() bool {
-				d, err := b.q.Stats(ctx)
+				d, err := b.q.Depth(ctx)
 				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
 			})
 			if got, err := tasks.WaitFanOut[string](ctx, b.client, ok); err != nil || got != fmt.Sprintf("q=%d/%d", sumOfSquares(20+i), 20+i) {

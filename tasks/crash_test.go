@@ -365,7 +365,7 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 		return true
 	}
 	stats := func() string {
-		d, _ := b.q.Stats(context.Background())
+		d, _ := b.q.Depth(context.Background())
 		return "queue: " + fmtDepth(d)
 	}
 
@@ -457,8 +457,8 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 			t.Errorf("fan-out %d: FanOutStatus = %+v, %v", f, st, err)
 		}
 	}
-	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
-		t.Errorf("Stats = %s, %v; want an empty queue", fmtDepth(d), err)
+	if d, err := b.q.Depth(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Errorf("Depth = %s, %v; want an empty queue", fmtDepth(d), err)
 	}
 	t.Logf("%d workers, %d batches; ran again: %d children, %d final steps (a final step's run killed: %v)",
 		len(logs), len(batches), again["child"], again["final"], finalKilled)

@@ -45,8 +45,8 @@ func TestEnqueueDelay(t *testing.T) {
 	}
 	id := mustEnqueueWith(t, b.client, "add", addArgs{A: 1, B: 2}, tasks.Delay(delay))
 	b.runOnce(t)
-	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{Delayed: 1, Due: d.Due}) {
-		t.Fatalf("Stats after a slice = %+v, %v; want the task delayed", d, err)
+	if d, err := b.q.Depth(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{Delayed: 1, Due: d.Due}) {
+		t.Fatalf("Depth after a slice = %+v, %v; want the task delayed", d, err)
 	}
 	b.drive(t, "the delayed task done", func() bool { _, err := b.q.Result(ctx, id); return err == nil })
 	now, err := b.rdb.Time(ctx).Result()
@@ -70,7 +70,7 @@ func TestEnqueueAttempts(t *testing.T) {
 		mustEnqueueWith(t, b.client, "fail", 0, tasks.Attempts(0)): 3, // the queue's
 		mustEnqueue(t, b.client, "fail", 3):                        3,
 	}
-	b.drive(t, "every task dead", func() bool { d, err := b.q.Stats(ctx); return err == nil && d.Dead == 4 })
+	b.drive(t, "every task dead", func() bool { d, err := b.q.Depth(ctx); return err == nil && d.Dead == 4 })
 	dead, err := b.q.Dead(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +121,8 @@ func TestEnqueueUnique(t *testing.T) {
 			t.Fatalf("Call = %+v, %v; want the first task's sum 3", c.result, c.err)
 		}
 	}
-	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
-		t.Fatalf("Stats = %+v, %v; want two tasks done, no more", d, err)
+	if d, err := b.q.Depth(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Fatalf("Depth = %+v, %v; want two tasks done, no more", d, err)
 	}
 	if next := mustEnqueueWith(t, b.client, "add", addArgs{A: 1, B: 2}, once); next == first {
 		t.Fatal("after the first was done: its id again")
@@ -165,8 +165,8 @@ func TestEnqueueUniqueConcurrently(t *testing.T) {
 			t.Fatalf("enqueue %d returned %s, enqueue 0 %s", i, id, ids[0])
 		}
 	}
-	if d, err := b.q.Stats(context.Background()); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{Pending: 1}) {
-		t.Fatalf("Stats = %+v, %v; want one task", d, err)
+	if d, err := b.q.Depth(context.Background()); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{Pending: 1}) {
+		t.Fatalf("Depth = %+v, %v; want one task", d, err)
 	}
 }
 
@@ -200,8 +200,8 @@ func TestEnqueueOptionRefusals(t *testing.T) {
 			t.Errorf("%s: Call = %v; want ErrInvalidArgument", tc.what, err)
 		}
 	}
-	if d, err := b.q.Stats(ctx); err != nil || d != (queue.Depth{}) {
-		t.Fatalf("Stats = %+v, %v; want an empty queue", d, err)
+	if d, err := b.q.Depth(ctx); err != nil || d != (queue.Depth{}) {
+		t.Fatalf("Depth = %+v, %v; want an empty queue", d, err)
 	}
 	// A nil option is ignored; the later of two wins; the bounds are valid.
 	id := mustEnqueueWith(t, b.client, "add", addArgs{}, nil, tasks.Delay(year), tasks.Delay(0),
@@ -209,8 +209,8 @@ func TestEnqueueOptionRefusals(t *testing.T) {
 	if _, err := b.q.Value(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{Pending: 1}) {
-		t.Fatalf("Stats = %+v, %v; want one task pending", d, err)
+	if d, err := b.q.Depth(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{Pending: 1}) {
+		t.Fatalf("Depth = %+v, %v; want one task pending", d, err)
 	}
 }
 

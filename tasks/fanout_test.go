@@ -144,7 +144,7 @@ func TestFanOutFromAHandlerIsAddedOnce(t *testing.T) {
 	ctx := testrig.Context(t, 30*time.Second)
 	split := goCall[int, string](t, b.client, "split", 10)
 	b.drive(t, "the split and its fan-out ran", func() bool {
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return split.finished() && err == nil && fmtDepth(d) == fmtDepth(queue.Depth{})
 	})
 	if split.err != nil || attempts.Load() != 2 {
@@ -174,7 +174,7 @@ func TestFanOutDeadChildFailsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.drive(t, "the children ran", func() bool {
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
 	})
 	_, err = tasks.WaitFanOut[string](ctx, b.client, id)
@@ -237,8 +237,8 @@ func TestEnqueueFanOutInvalid(t *testing.T) {
 			t.Errorf("%s: CallFanOut = %v; want ErrInvalidArgument", name, err)
 		}
 	}
-	if d, err := b.q.Stats(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
-		t.Fatalf("Stats = %+v, %v; want nothing added", d, err)
+	if d, err := b.q.Depth(ctx); err != nil || fmtDepth(d) != fmtDepth(queue.Depth{}) {
+		t.Fatalf("Depth = %+v, %v; want nothing added", d, err)
 	}
 	if keys, err := b.rdb.Keys(ctx, "*").Result(); len(keys) != 0 || err != nil {
 		t.Fatalf("bad input wrote %v (%v)", keys, err)
@@ -275,7 +275,7 @@ func TestFanOutOptions(t *testing.T) {
 	if _, err := b.job.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := b.q.Stats(ctx); err != nil || d.Delayed != 3 || d.Pending != 0 || ran["square"].Load() != 0 {
+	if d, err := b.q.Depth(ctx); err != nil || d.Delayed != 3 || d.Pending != 0 || ran["square"].Load() != 0 {
 		t.Fatalf("after a slice: %+v, %v, %d squares ran; want 3 children delayed", d, err, ran["square"].Load())
 	}
 	if again, err := tasks.EnqueueFanOut(ctx, b.client, squares(5), tasks.Step{Type: "total", Args: "m"}, key); again != id || err != nil {
@@ -302,7 +302,7 @@ func TestFanOutOptions(t *testing.T) {
 		case called = <-got:
 		default:
 		}
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return called != "" && err == nil && fmtDepth(d) == fmtDepth(queue.Depth{})
 	})
 	if want := fmt.Sprintf("n=%d/3", sumOfSquares(3)); called != want {
@@ -321,7 +321,7 @@ func TestFanOutOptions(t *testing.T) {
 		t.Fatalf("a fan-out under the freed key = %s, %v; want a new one", failFinal, err)
 	}
 	b.drive(t, "the final step dead", func() bool {
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
 	})
 	if _, err := tasks.WaitFanOut[int](ctx, b.client, failFinal); !errors.Is(err, queue.ErrDead) {
@@ -338,7 +338,7 @@ func TestFanOutOptions(t *testing.T) {
 		t.Fatalf("a fan-out under the freed key = %s, %v; want a new one", failChild, err)
 	}
 	b.drive(t, "the child dead", func() bool {
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 2})
 	})
 	if _, err := tasks.WaitFanOut[string](ctx, b.client, failChild); !errors.Is(err, queue.ErrDead) || !strings.Contains(err.Error(), "child broke on purpose") {

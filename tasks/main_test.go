@@ -83,7 +83,7 @@ func (b *bundle) drive(t *testing.T, what string, done func() bool) {
 		}
 		return done()
 	}, func() string {
-		d, _ := b.q.Stats(context.Background())
+		d, _ := b.q.Depth(context.Background())
 		return "queue: " + fmtDepth(d)
 	})
 }

@@ -128,7 +128,7 @@ func waitResult(t *testing.T, s *readmeService, id string) string {
 		res, err = s.q.Result(context.Background(), id)
 		return err == nil
 	}, func() string {
-		d, _ := s.q.Stats(context.Background())
+		d, _ := s.q.Depth(context.Background())
 		return "queue: " + fmtDepth(d)
 	})
 	return string(res)

@@ -70,7 +70,7 @@ func TestStatsByType(t *testing.T) {
 		if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
 			t.Fatalf("Promote: %v", err)
 		}
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && d.Pending+d.Leased+d.Delayed == 0 && d.Dead == 4
 	})
 	wantDead(t, b.q, ids[4], "never works")
@@ -83,7 +83,7 @@ func TestStatsByType(t *testing.T) {
 	}
 	got := b.mux.Stats()
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("Stats = %+v, want %+v", got, want)
+		t.Fatalf("Depth = %+v, want %+v", got, want)
 	}
 	if f := got[1].Failed(); f != 10 {
 		t.Errorf("flaky Failed() = %d, want 10", f)

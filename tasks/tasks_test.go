@@ -92,7 +92,7 @@ func TestRoundTripThroughRecruiter(t *testing.T) {
 	ctx := testrig.Context(t, 30*time.Second)
 	testrig.Eventually(t, 20*time.Second, "50 tasks done", func() bool {
 		rec.Enlist(ctx)
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && d == queue.Depth{}
 	})
 	for i, id := range ids {
@@ -179,7 +179,7 @@ func TestUndecodableTasksDeadLetter(t *testing.T) {
 	good2 := mustEnqueue(t, b.client, "add", addArgs{A: 2})
 
 	b.drive(t, "good tasks done, the others dead", func() bool {
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && d.Dead == 5 && d.Pending+d.Delayed+d.Leased == 0
 	})
 	wantDead(t, b.q, unknown, tasks.ErrUnknownType.Error(), "nope")
@@ -274,8 +274,8 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", tc.what, tc.err, tc.want)
 		}
 	}
-	if d, err := b.q.Stats(ctx); err != nil || d != (queue.Depth{}) {
-		t.Fatalf("Stats = %+v, %v; want an empty queue", d, err)
+	if d, err := b.q.Depth(ctx); err != nil || d != (queue.Depth{}) {
+		t.Fatalf("Depth = %+v, %v; want an empty queue", d, err)
 	}
 	// A result that does not decode into the caller's R.
 	cl := goCall[addArgs, []int](t, b.client, "add", addArgs{A: 1})
@@ -331,7 +331,7 @@ func TestHandleWhileRunning(t *testing.T) {
 	})
 	ctx := testrig.Context(t, 30*time.Second)
 	b.drive(t, "every task done", func() bool {
-		d, err := b.q.Stats(ctx)
+		d, err := b.q.Depth(ctx)
 		return err == nil && d == queue.Depth{}
 	})
 	wg.Wait()

@@ -42,7 +42,7 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 
 	// The slot is really gone: a queue call fails.
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = dr.q.Stats(sctx)
+	_, err = dr.q.Depth(sctx)
 	cancel()
 	if err == nil {
 		t.Fatal("queue stats succeeded with its master killed")
@@ -63,7 +63,7 @@ func TestMasterRestartedDuringDrain(t *testing.T) {
 	// master, and nothing is lost: the items still queued are those not
 	// handled yet, give or take the batches in flight. The drain resumes
 	// as soon as the master is back, so the count is read with the queue.
-	s, err := dr.q.Stats(ctx)
+	s, err := dr.q.Depth(ctx)
 	if err != nil {
 		t.Fatalf("queue stats after the restart: %v", err)
 	}

@@ -156,7 +156,7 @@ func (r *drainRig) describe() string {
 	fmt.Fprintf(&b, "handled %d of %d (%d again)\n", d, len(r.ids), again)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	s, err := r.q.Stats(ctx)
+	s, err := r.q.Depth(ctx)
 	fmt.Fprintf(&b, "queue: %+v %v\n", s, err)
 	st := r.rec.Stats()
 	fmt.Fprintf(&b, "breaker open: %v\n", st.BreakerOpen)
@@ -182,7 +182,7 @@ func (r *drainRig) waitDrained(t *testing.T, within time.Duration) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		s, err := r.q.Stats(ctx)
+		s, err := r.q.Depth(ctx)
 		return err == nil && s.Pending+s.Leased+s.Delayed+s.Dead == 0
 	}, r.describe)
 }
@@ -204,7 +204,7 @@ func (r *drainRig) checkResults(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d items without their result: lost", missing, len(r.ids))
 	}
-	s, err := r.q.Stats(ctx)
+	s, err := r.q.Depth(ctx)
 	if err != nil || s != (queue.Depth{}) {
 		t.Fatalf("queue stats at the end = %+v, %v; want all zero", s, err)
 	}

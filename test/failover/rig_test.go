@@ -263,7 +263,7 @@ func (a *app) drained(t *testing.T, within time.Duration, killedAt time.Time) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		d, err := a.servers[0].q.Stats(ctx)
+		d, err := a.servers[0].q.Depth(ctx)
 		return err == nil && d.Pending+d.Leased+d.Delayed == 0
 	}, a.describe)
 }
@@ -295,7 +295,7 @@ func (a *app) describe() string {
 	fmt.Fprintf(&b, "acked enqueues %d, items handled %d, never run %d\n", acked, handled, a.missing(time.Time{}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	d, err := a.servers[0].q.Stats(ctx)
+	d, err := a.servers[0].q.Depth(ctx)
 	fmt.Fprintf(&b, "queue: %+v %v\n", d, err)
 	for i, s := range a.servers {
 		st := s.rec.Stats()

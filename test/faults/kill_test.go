@@ -43,7 +43,7 @@ func TestWorkersKilledMidDrain(t *testing.T) {
 	}
 	ids, payloads := enqueueNumbered(t, q, items, poison, poisonEvery)
 	remaining := func() int64 {
-		s, err := q.Stats(ctx)
+		s, err := q.Depth(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

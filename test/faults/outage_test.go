@@ -176,7 +176,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 // checkKept: the queue holds exactly what was enqueued before the outage.
 func checkKept(t *testing.T, ctx context.Context, q *queue.Queue, ids []string, payloads [][]byte) {
 	t.Helper()
-	st, err := q.Stats(ctx)
+	st, err := q.Depth(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func checkResults(t *testing.T, q *queue.Queue, ids, payloads []string, wl worke
 			redelivered++
 		}
 	}
-	st, err := q.Stats(ctx)
+	st, err := q.Depth(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

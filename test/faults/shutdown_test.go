@@ -92,7 +92,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	js := jobStats(t, rec, drain.Name())
 	all := l.all()
 	afterShutdown := l.window(shutdownAt.Add(took), time.Now().Add(time.Hour))
-	stats, err := q.Stats(ctx)
+	stats, err := q.Depth(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func work(spec workerSpec) error {
 	for i := 0; ; i++ {
 		rec.Enlist(ctx) // a request that exited fast
 		if i%20 == 0 {
-			s, err := q.Stats(ctx)
+			s, err := q.Depth(ctx)
 			if err == nil && s.Pending+s.Leased+s.Delayed == 0 {
 				break
 			}

@@ -159,7 +159,7 @@ func (a *app) done(ctx context.Context, sfx string) bool {
 	if a.job("tidy"+sfx).Slices == 0 || a.job("promote"+sfx).Slices == 0 || a.job("evict"+sfx).Items < 6 {
 		return false
 	}
-	s, err := a.q.Stats(ctx)
+	s, err := a.q.Depth(ctx)
 	return err == nil && s == (queue.Depth{})
 }
 
@@ -184,7 +184,7 @@ func (a *app) describe() string {
 	var b strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	s, err := a.q.Stats(ctx)
+	s, err := a.q.Depth(ctx)
 	fmt.Fprintf(&b, "%s queue: %+v %v\n", a.prefix, s, err)
 	for _, js := range a.rec.Stats().Jobs {
 		fmt.Fprintf(&b, "%+v\n", js)
