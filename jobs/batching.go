@@ -14,7 +14,7 @@ import (
 
 // Batching is how a job's slices work in batches. Every job's config
 // embeds it; zero fields take that job's defaults, documented on its
-// config, and [Batched] takes it for a job of one's own.
+// config, and [BatchJob] takes it for a job of one's own.
 type Batching struct {
 	// Batch is the most entries one batch handles (for the built-in jobs,
 	// one script call), from 1 to 1,000 ([queue.BatchMax]), so that one
@@ -37,12 +37,12 @@ type Batching struct {
 
 // Defaults of Batching's fields, per job.
 const (
-	batchedBatchDefault = 100
-	drainBatchDefault   = 100
-	evictBatchDefault   = 500
-	promoteBatchDefault = 500
-	redisTimeoutDefault = 250 * time.Millisecond
-	tidyBatchDefault    = 500
+	batchJobBatchDefault = 100
+	drainBatchDefault    = 100
+	evictBatchDefault    = 500
+	promoteBatchDefault  = 500
+	redisTimeoutDefault  = 250 * time.Millisecond
+	tidyBatchDefault     = 500
 )
 
 // redisTimeoutMax bounds every RedisTimeout: past it, a slice could hold
@@ -76,7 +76,7 @@ func (b Batching) validate() error {
 	return nil
 }
 
-// Batched returns a job whose slices call step in batches: step handles
+// BatchJob returns a job whose slices call step in batches: step handles
 // up to max entries (cfg.Batch) and returns how many it handled, as
 // [github.com/worksteal/worksteal/exphash.Hash.Evict] and
 // [queue.Queue.Tidy] do. The job is called name, unless cfg.Name
@@ -91,15 +91,15 @@ func (b Batching) validate() error {
 // that its last batch was full, so that the recruiter lets the next
 // recruit continue at once. A step's error ends the slice, reported with
 // More (what is left is unknown) and wrapped with the job's name.
-func Batched(name string, cfg Batching, step func(ctx context.Context, max int) (int, error)) (recruiter.Job, error) {
+func BatchJob(name string, cfg Batching, step func(ctx context.Context, max int) (int, error)) (recruiter.Job, error) {
 	if step == nil {
 		return nil, fmt.Errorf("%w: nil step", ErrInvalidArgument)
 	}
-	return batched(name, cfg.withDefaults(batchedBatchDefault), step)
+	return batchJob(name, cfg.withDefaults(batchJobBatchDefault), step)
 }
 
-// batched is Batched once cfg has the job's defaults.
-func batched(name string, cfg Batching, step func(ctx context.Context, max int) (int, error)) (recruiter.Job, error) {
+// batchJob is BatchJob once cfg has the job's defaults.
+func batchJob(name string, cfg Batching, step func(ctx context.Context, max int) (int, error)) (recruiter.Job, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func batched(name string, cfg Batching, step func(ctx context.Context, max int) 
 	return &batchedJob{name: cmp.Or(cfg.Name, name), cfg: cfg, step: step}, nil
 }
 
-// batchedJob is the job of Batched, and of tidy, promote and evict, whose
+// batchedJob is the job of BatchJob, and of tidy, promote and evict, whose
 // batch is one script call.
 type batchedJob struct {
 	name string

@@ -24,7 +24,7 @@
 // derives a stable name from its queue or key ("tidy.QUEUE",
 // "drain.QUEUE", "promote.QUEUE", "evict.KEY", "evict-members.KEY"), which
 // Batching's Name overrides: two jobs with the same name share one lock.
-// [Batched] makes a job of the same kind from a step of one's own.
+// [BatchJob] makes a job of the same kind from a step of one's own.
 //
 // # Slices and batches
 //

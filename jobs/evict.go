@@ -73,7 +73,7 @@ func EvictExpired(h *exphash.Hash, cfg EvictConfig) (recruiter.Job, error) {
 	if cfg.ScoreUnit != scoreUnitDefault {
 		return nil, fmt.Errorf("%w: ScoreUnit %v: an exphash.Hash writes milliseconds", ErrInvalidConfig, cfg.ScoreUnit)
 	}
-	return batched(jobName("evict", h.Name()), cfg.Batching, h.Evict)
+	return batchJob(jobName("evict", h.Name()), cfg.Batching, h.Evict)
 }
 
 // EvictExpiredMembers returns the job that removes the expired members of
@@ -102,5 +102,5 @@ func EvictExpiredMembers(rdb redis.Scripter, key string, cfg EvictConfig) (recru
 		}
 		return n, nil
 	}
-	return batched(jobName("evict-members", key), cfg.Batching, step)
+	return batchJob(jobName("evict-members", key), cfg.Batching, step)
 }

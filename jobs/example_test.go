@@ -113,14 +113,14 @@ func ExampleEvictExpiredMembers() {
 // that the slices' reports show; in practice a script or a query that
 // handles up to max entries and says how many it did. Each slice makes at
 // most two batches of 100, and reports More while its last batch was full.
-func ExampleBatched() {
+func ExampleBatchJob() {
 	backlog := 250
 	step := func(ctx context.Context, max int) (int, error) {
 		n := min(max, backlog)
 		backlog -= n
 		return n, nil
 	}
-	job, err := jobs.Batched("trim-backlog", jobs.Batching{Batch: 100, MaxBatches: 2}, step)
+	job, err := jobs.BatchJob("trim-backlog", jobs.Batching{Batch: 100, MaxBatches: 2}, step)
 	if err != nil {
 		log.Fatal(err)
 	}

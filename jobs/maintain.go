@@ -56,7 +56,7 @@ func (s queueStep) job(q *queue.Queue, cfg Batching) (recruiter.Job, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
 	}
-	return batched(jobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
+	return batchJob(jobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
 		return s.run(q, ctx, max)
 	})
 }

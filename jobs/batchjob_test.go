@@ -26,9 +26,9 @@ func fakeStep(d time.Duration, left int) (step func(context.Context, int) (int, 
 	}, calls
 }
 
-func mustBatched(t *testing.T, cfg jobs.Batching, step func(context.Context, int) (int, error)) recruiter.Job {
+func mustBatchJob(t *testing.T, cfg jobs.Batching, step func(context.Context, int) (int, error)) recruiter.Job {
 	t.Helper()
-	job, err := jobs.Batched("fake", cfg, step)
+	job, err := jobs.BatchJob("fake", cfg, step)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +44,11 @@ func mustBatched(t *testing.T, cfg jobs.Batching, step func(context.Context, int
 // in time unless one batch runs 300ms past the slowest before it, a
 // scheduling delay beyond what a busy CI machine shows. With 10ms batches,
 // one delay of 15ms was enough to miss the deadline.
-func TestBatchedStopsBeforeTheDeadline(t *testing.T) {
+func TestBatchJobStopsBeforeTheDeadline(t *testing.T) {
 	t.Parallel()
 	const batch = 300 * time.Millisecond
 	step, calls := fakeStep(batch, 1000)
-	job := mustBatched(t, jobs.Batching{Batch: 10, RedisTimeout: time.Second}, step)
+	job := mustBatchJob(t, jobs.Batching{Batch: 10, RedisTimeout: time.Second}, step)
 	ctx, cancel := context.WithTimeout(context.Background(), batch*9/2)
 	defer cancel()
 	rep, err := job.Run(ctx)
@@ -59,26 +59,26 @@ func TestBatchedStopsBeforeTheDeadline(t *testing.T) {
 	}
 }
 
-func TestBatchedStopsWhenABatchIsShort(t *testing.T) {
+func TestBatchJobStopsWhenABatchIsShort(t *testing.T) {
 	t.Parallel()
 	step, calls := fakeStep(0, 25)
-	job := mustBatched(t, jobs.Batching{Batch: 10, RedisTimeout: time.Second}, step)
+	job := mustBatchJob(t, jobs.Batching{Batch: 10, RedisTimeout: time.Second}, step)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if rep, err := job.Run(ctx); rep != (recruiter.Report{Items: 25}) || err != nil || calls.Load() != 3 {
 		t.Fatalf("Run = %+v, %v after %d calls; want 25 items in 3 calls, no More", rep, err, calls.Load())
 	}
 	step, calls = fakeStep(0, 25)
-	job = mustBatched(t, jobs.Batching{Batch: 10, MaxBatches: 2, RedisTimeout: time.Second}, step)
+	job = mustBatchJob(t, jobs.Batching{Batch: 10, MaxBatches: 2, RedisTimeout: time.Second}, step)
 	if rep, err := job.Run(ctx); rep != (recruiter.Report{Items: 20, More: true}) || err != nil || calls.Load() != 2 {
 		t.Fatalf("Run with MaxBatches 2 = %+v, %v after %d calls; want 20 items, More", rep, err, calls.Load())
 	}
 }
 
-func TestBatchedError(t *testing.T) {
+func TestBatchJobError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	job := mustBatched(t, jobs.Batching{Batch: 10, RedisTimeout: time.Second}, func(context.Context, int) (int, error) { return 0, boom })
+	job := mustBatchJob(t, jobs.Batching{Batch: 10, RedisTimeout: time.Second}, func(context.Context, int) (int, error) { return 0, boom })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rep, err := job.Run(ctx)
@@ -93,7 +93,7 @@ func TestBatchedError(t *testing.T) {
 // in flight at the deadline however slow the machine; the 300ms budget is
 // the time the job has to start its first batch, and the step's own
 // timeout of 10s leaves its context alive after the slice's ends.
-func TestBatchedDoesNotCutABatch(t *testing.T) {
+func TestBatchJobDoesNotCutABatch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -101,16 +101,16 @@ func TestBatchedDoesNotCutABatch(t *testing.T) {
 		<-ctx.Done()
 		return n, stepCtx.Err()
 	}
-	job := mustBatched(t, jobs.Batching{Batch: 10, RedisTimeout: 10 * time.Second}, step)
+	job := mustBatchJob(t, jobs.Batching{Batch: 10, RedisTimeout: 10 * time.Second}, step)
 	if rep, err := job.Run(ctx); rep != (recruiter.Report{Items: 10, More: true}) || err != nil {
 		t.Fatalf("Run = %+v, %v; want the one batch counted, More", rep, err)
 	}
 }
 
-// Batched's zero config: batches of 100, each step bounded by 250ms, one
+// BatchJob's zero config: batches of 100, each step bounded by 250ms, one
 // batch without a deadline; Name overrides the name; the arguments and
 // the config are checked.
-func TestBatchedConfig(t *testing.T) {
+func TestBatchJobConfig(t *testing.T) {
 	t.Parallel()
 	var gotMax int
 	var gotTimeout time.Duration
@@ -119,18 +119,18 @@ func TestBatchedConfig(t *testing.T) {
 		gotMax, gotTimeout = max, time.Until(dl)
 		return max, nil
 	}
-	job := mustBatched(t, jobs.Batching{}, step)
+	job := mustBatchJob(t, jobs.Batching{}, step)
 	if rep, err := job.Run(context.Background()); rep != (recruiter.Report{Items: 100, More: true}) || err != nil {
 		t.Fatalf("Run = %+v, %v; want one full batch of 100", rep, err)
 	}
 	if gotMax != 100 || gotTimeout <= 200*time.Millisecond || gotTimeout > 250*time.Millisecond || job.Name() != "fake" {
 		t.Fatalf("step got max %d, a timeout of %v, job name %q; want 100, 250ms, fake", gotMax, gotTimeout, job.Name())
 	}
-	if named := mustBatched(t, jobs.Batching{Name: "mine"}, step); named.Name() != "mine" {
+	if named := mustBatchJob(t, jobs.Batching{Name: "mine"}, step); named.Name() != "mine" {
 		t.Errorf("Name: job named %q, want mine", named.Name())
 	}
-	if job, err := jobs.Batched("", jobs.Batching{Name: "mine"}, step); err != nil || job.Name() != "mine" {
-		t.Errorf("Batched with an empty name and Name set: %v, %v; want a job called mine", job, err)
+	if job, err := jobs.BatchJob("", jobs.Batching{Name: "mine"}, step); err != nil || job.Name() != "mine" {
+		t.Errorf("BatchJob with an empty name and Name set: %v, %v; want a job called mine", job, err)
 	}
 	for _, c := range []struct {
 		name   string
@@ -148,7 +148,7 @@ func TestBatchedConfig(t *testing.T) {
 		if c.name == "bad name" {
 			name = "a b"
 		}
-		if job, err := jobs.Batched(name, c.cfg, c.step); job != nil || !errors.Is(err, c.target) || !strings.Contains(err.Error(), c.field) {
+		if job, err := jobs.BatchJob(name, c.cfg, c.step); job != nil || !errors.Is(err, c.target) || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: %v, %v; want an error wrapping %v that names %q", c.name, job, err, c.target, c.field)
 		}
 	}
