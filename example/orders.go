@@ -162,13 +162,13 @@ func (a *app) chainProgress(ctx context.Context, id string) (orderProgress, erro
 		p.Task = orderSteps[ch.Step-1]
 	}
 	switch ch.State {
-	case queue.ChainDone:
+	case tasks.StateDone:
 		var msg string // encoded by the tasks' default codec, JSON
 		if err := json.Unmarshal(ch.Result, &msg); err != nil {
 			return orderProgress{}, fmt.Errorf("order %s: confirmation: %w", id, err)
 		}
 		p.Status, p.Confirmation = sentStatus, msg
-	case queue.ChainFailed:
+	case tasks.StateFailed:
 		p.Status, p.Cause = deadStatus, ch.Cause
 	}
 	return p, nil

@@ -132,18 +132,19 @@ func (env envelope) next(id string, result []byte) *queue.Then {
 // the cause of the step that died). It returns an error wrapping
 // [queue.ErrNotFound] for an unknown chain, or one past the queue's
 // ResultRetention since it last moved.
-func ChainStatus(ctx context.Context, c *Client, id string) (queue.Chain, error) {
+func ChainStatus(ctx context.Context, c *Client, id string) (ChainProgress, error) {
 	if c == nil {
-		return queue.Chain{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+		return ChainProgress{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
 	ch, err := c.q.Chain(ctx, id)
+	p := ChainProgress{ID: ch.ID, Step: ch.Step, Steps: ch.Steps, Current: ch.Current, State: State(ch.State), Cause: ch.Cause, Result: ch.Result}
 	if errors.Is(err, queue.ErrInvalidArgument) {
-		return ch, fmt.Errorf("%w: chain status: %w", ErrInvalidArgument, err)
+		return p, fmt.Errorf("%w: chain status: %w", ErrInvalidArgument, err)
 	}
 	if err != nil {
-		return ch, fmt.Errorf("tasks: chain status: %w", err)
+		return p, fmt.Errorf("tasks: chain status: %w", err)
 	}
-	return ch, nil
+	return p, nil
 }
 
 // WaitChain waits for the end of the chain id, bounded by ctx, and
@@ -159,12 +160,12 @@ func WaitChain[R any](ctx context.Context, c *Client, id string) (R, error) {
 			return r, err
 		}
 		switch ch.State {
-		case queue.ChainDone:
+		case StateDone:
 			if err := c.codec.Unmarshal(ch.Result, &r); err != nil {
 				return r, fmt.Errorf("%w: result of chain %s: %w", ErrDecode, id, err)
 			}
 			return r, nil
-		case queue.ChainFailed:
+		case StateFailed:
 			return r, fmt.Errorf("tasks: chain %s: step %d of %d (%s): %w: %s", id, ch.Step, ch.Steps, ch.Current, queue.ErrDead, ch.Cause)
 		}
 		// Running: wait for the current step to end, then read again. Its

@@ -75,7 +75,7 @@ func TestChainRunsStepByStep(t *testing.T) {
 	}
 	for step, want := range []string{"add", "double", "label"} {
 		st, err := tasks.ChainStatus(ctx, b.client, id)
-		if err != nil || st.State != queue.ChainRunning || st.Step != step+1 || st.Steps != 3 {
+		if err != nil || st.State != tasks.StateRunning || st.Step != step+1 || st.Steps != 3 {
 			t.Fatalf("before %s: ChainStatus = %+v, %v; want running at step %d of 3", want, st, err, step+1)
 		}
 		if d, _ := b.q.Depth(ctx); d.Pending != 1 {
@@ -93,7 +93,7 @@ func TestChainRunsStepByStep(t *testing.T) {
 		t.Fatalf("WaitChain = %q, %v; want x=10", got, err)
 	}
 	st, err := tasks.ChainStatus(ctx, b.client, id)
-	if err != nil || st.State != queue.ChainDone || st.Step != 3 || string(st.Result) != `"x=10"` {
+	if err != nil || st.State != tasks.StateDone || st.Step != 3 || string(st.Result) != `"x=10"` {
 		t.Fatalf("ChainStatus = %+v, %v; want done with \"x=10\"", st, err)
 	}
 	if d, _ := b.q.Depth(ctx); fmtDepth(d) != fmtDepth(queue.Depth{}) {
@@ -176,7 +176,7 @@ func TestChainStopsAtADeadStep(t *testing.T) {
 		t.Fatalf("WaitChain: %v; want ErrDead with the cause of step 2 of 3", werr)
 	}
 	st, err := tasks.ChainStatus(ctx, b.client, id)
-	if err != nil || st.State != queue.ChainFailed || st.Step != 2 || st.Cause != "step failed on purpose" {
+	if err != nil || st.State != tasks.StateFailed || st.Step != 2 || st.Cause != "step failed on purpose" {
 		t.Fatalf("ChainStatus = %+v, %v; want failed at step 2", st, err)
 	}
 	if a, f, l := ran["add"].Load(), ran["fail"].Load(), ran["label"].Load(); a != 1 || f != 3 || l != 0 {
@@ -224,7 +224,7 @@ func TestChainOptions(t *testing.T) {
 		n, err := b.q.Promote(ctx, queue.BatchMax)
 		return err == nil && n == 1
 	})
-	for step, want := range []queue.ChainState{queue.ChainRunning, queue.ChainFailed} {
+	for step, want := range []tasks.State{tasks.StateRunning, tasks.StateFailed} {
 		if rep, err := one.Run(ctx); err != nil || rep.Items != 1 {
 			t.Fatalf("slice %d: %+v, %v; want one item", step+1, rep, err)
 		}
@@ -232,7 +232,7 @@ func TestChainOptions(t *testing.T) {
 		if err != nil || st.State != want || st.Step != 2 {
 			t.Fatalf("after step %d: %+v, %v; want %v at step 2", step+1, st, err, want)
 		}
-		if got := again(); (got == id) != (want == queue.ChainRunning) {
+		if got := again(); (got == id) != (want == tasks.StateRunning) {
 			t.Fatalf("a chain under the key after step %d (%v) = %s; the chain is %s", step+1, want, got, id)
 		}
 	}

@@ -286,7 +286,7 @@ func TestSIGKILLMidChain(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
-			if st, err := tasks.ChainStatus(ctx, b.client, id); err != nil || st.State != queue.ChainDone {
+			if st, err := tasks.ChainStatus(ctx, b.client, id); err != nil || st.State != tasks.StateDone {
 				return false
 			}
 		}
@@ -355,10 +355,10 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 		}
 		for _, id := range ids {
 			st, err := tasks.FanOutStatus(ctx, b.client, id)
-			if err != nil || st.State == queue.JoinFailed {
+			if err != nil || st.State == tasks.StateFailed {
 				t.Fatalf("fan-out %s: %+v, %v", id, st, err)
 			}
-			if st.State != queue.JoinDone {
+			if st.State != tasks.StateDone {
 				return false
 			}
 		}
@@ -453,7 +453,7 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 		if got, err := tasks.WaitFanOut[[]int](ctx, b.client, id); err != nil || !slices.Equal(got, want) {
 			t.Errorf("fan-out %d: WaitFanOut = %v, %v; want %v", f, got, err, want)
 		}
-		if st, err := tasks.FanOutStatus(ctx, b.client, id); err != nil || st.State != queue.JoinDone || st.Done != children || st.Children != children {
+		if st, err := tasks.FanOutStatus(ctx, b.client, id); err != nil || st.State != tasks.StateDone || st.Done != children || st.Children != children {
 			t.Errorf("fan-out %d: FanOutStatus = %+v, %v", f, st, err)
 		}
 	}

@@ -112,18 +112,19 @@ func fanOutID(parent string, n int64) string {
 // result, encoded) or failed. It returns an error wrapping
 // [queue.ErrNotFound] for an unknown fan-out, or one past the queue's
 // ResultRetention since its last child succeeded.
-func FanOutStatus(ctx context.Context, c *Client, id string) (queue.Join, error) {
+func FanOutStatus(ctx context.Context, c *Client, id string) (FanOutProgress, error) {
 	if c == nil {
-		return queue.Join{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+		return FanOutProgress{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
 	j, err := c.q.Join(ctx, id)
+	p := FanOutProgress{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, State: State(j.State), Cause: j.Cause, Result: j.Result}
 	if errors.Is(err, queue.ErrInvalidArgument) {
-		return j, fmt.Errorf("%w: fan-out status: %w", ErrInvalidArgument, err)
+		return p, fmt.Errorf("%w: fan-out status: %w", ErrInvalidArgument, err)
 	}
 	if err != nil {
-		return j, fmt.Errorf("tasks: fan-out status: %w", err)
+		return p, fmt.Errorf("tasks: fan-out status: %w", err)
 	}
-	return j, nil
+	return p, nil
 }
 
 // WaitFanOut waits for the final step of the fan-out id, bounded by ctx,

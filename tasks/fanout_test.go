@@ -102,7 +102,7 @@ func TestFanOutRunsTheFinalStepOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st, err := tasks.FanOutStatus(ctx, b.client, id); err != nil || st.State != queue.JoinRunning || st.Done != 0 || st.Children != n {
+			if st, err := tasks.FanOutStatus(ctx, b.client, id); err != nil || st.State != tasks.StateRunning || st.Done != 0 || st.Children != n {
 				t.Fatalf("FanOutStatus = %+v, %v", st, err)
 			}
 			stop := make(chan struct{})
@@ -116,7 +116,7 @@ func TestFanOutRunsTheFinalStepOnce(t *testing.T) {
 				t.Fatalf("total ran %d times, square %d; want 1 and %d", r, s, n)
 			}
 			st, err := tasks.FanOutStatus(ctx, b.client, id)
-			if err != nil || st.State != queue.JoinDone || st.Done != n || string(st.Result) != fmt.Sprintf("%q", got) {
+			if err != nil || st.State != tasks.StateDone || st.Done != n || string(st.Result) != fmt.Sprintf("%q", got) {
 				t.Fatalf("FanOutStatus = %+v, %v", st, err)
 			}
 		})
@@ -182,7 +182,7 @@ func TestFanOutDeadChildFailsIt(t *testing.T) {
 		t.Fatalf("WaitFanOut = %v, want ErrDead with the child's cause", err)
 	}
 	st, err := tasks.FanOutStatus(ctx, b.client, id)
-	if err != nil || st.State != queue.JoinFailed || st.Done != 3 || st.Dead != 1 || st.DeadChild != id+".4" {
+	if err != nil || st.State != tasks.StateFailed || st.Done != 3 || st.Dead != 1 || st.DeadChild != id+".4" {
 		t.Fatalf("FanOutStatus = %+v, %v", st, err)
 	}
 	if r := ran["total"].Load(); r != 0 {
