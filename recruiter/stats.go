@@ -147,6 +147,7 @@ type jobStats struct {
 	errors, timeouts, panics, hung                     atomic.Uint64
 	slices, items                                      atomic.Uint64
 	lastRun                                            atomic.Int64 // unix ns
+	lastOK                                             atomic.Int64 // unix ns of the last slice that ran without error
 	durations                                          durationRing
 
 	pressured atomic.Uint64 // held back by the pressure gate; also in gatedLater
@@ -156,6 +157,7 @@ func (s *jobStats) record(res result, now time.Time) {
 	switch res.Outcome {
 	case OutcomeRan:
 		s.ran.Add(1)
+		s.lastOK.Store(now.UnixNano())
 	case OutcomeSkippedLocked:
 		s.skippedLocked.Add(1)
 	case OutcomeSkippedCooldown:

@@ -32,6 +32,8 @@ type instruments struct {
 	jobRate   metric.Float64ObservableGauge
 	jobPaused metric.Int64ObservableGauge
 	evictRisk metric.Int64ObservableGauge
+	lastOK    metric.Float64ObservableGauge
+	nextTick  metric.Float64ObservableGauge
 	observing metric.Registration // nil until observe, and after unobserve
 }
 
@@ -83,6 +85,18 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 		otel.Handle(err)
 		t.jobPaused = nil
 	}
+	if t.lastOK, err = meter.Float64ObservableGauge(telemetry.MetricJobLastSuccess,
+		metric.WithDescription("When the job's last slice that ran without error ended in this process, unix seconds."),
+		metric.WithUnit("s")); err != nil {
+		otel.Handle(err)
+		t.lastOK = nil
+	}
+	if t.nextTick, err = meter.Float64ObservableGauge(telemetry.MetricJobNextTick,
+		metric.WithDescription("A scheduled job's next tick, as this process plans to visit it, unix seconds."),
+		metric.WithUnit("s")); err != nil {
+		otel.Handle(err)
+		t.nextTick = nil
+	}
 	if t.evictRisk, err = meter.Int64ObservableGauge(telemetry.MetricRedisEvictionRisk,
 		metric.WithDescription("1 when the Redis server's maxmemory-policy may evict worksteal's keys, else 0."),
 		metric.WithUnit("1")); err != nil {
@@ -96,7 +110,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 // each collection. It reads the same atomics as Stats, so it costs the
 // hot path nothing; [instruments.unobserve] ends it.
 func (t *instruments) observe(r *Recruiter) {
-	if t.jobRate == nil || t.jobPaused == nil || t.evictRisk == nil {
+	if t.jobRate == nil || t.jobPaused == nil || t.evictRisk == nil || t.lastOK == nil || t.nextTick == nil {
 		return // already reported to otel.Handle
 	}
 	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -109,6 +123,12 @@ func (t *instruments) observe(r *Recruiter) {
 				paused = 1
 			}
 			o.ObserveInt64(t.jobPaused, paused, job)
+			if ns := e.stats.lastOK.Load(); ns != 0 {
+				o.ObserveFloat64(t.lastOK, float64(ns)/1e9, job)
+			}
+			if tk := e.ticks; tk != nil && tk.want.Load() != 0 {
+				o.ObserveFloat64(t.nextTick, float64(tk.want.Load())/1e3, job)
+			}
 		}
 		if ev := r.evictionState(); ev.policy != "" {
 			var risk int64
@@ -118,7 +138,7 @@ func (t *instruments) observe(r *Recruiter) {
 			o.ObserveInt64(t.evictRisk, risk, metric.WithAttributeSet(attribute.NewSet(telemetry.AttrEvictionPolicy.String(ev.policy))))
 		}
 		return nil
-	}, t.jobRate, t.jobPaused, t.evictRisk)
+	}, t.jobRate, t.jobPaused, t.evictRisk, t.lastOK, t.nextTick)
 	if err != nil {
 		otel.Handle(err)
 		return

@@ -2,6 +2,8 @@ package recruiter_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,5 +169,69 @@ func TestJobGaugesTelemetry(t *testing.T) {
 	}
 	if rate, paused = collect(); len(rate)+len(paused) != 0 {
 		t.Errorf("after Shutdown the gauges report %v and %v, want nothing", rate, paused)
+	}
+}
+
+// TestLastSuccessAndNextTickGauges: a job's last successful slice and a
+// scheduled job's next tick are gauges in unix seconds, absent until
+// known; a failing slice does not move the last success.
+func TestLastSuccessAndNextTickGauges(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	b := setup(t, recruiter.Hooked(recruiter.Config{Inline: true, Prefix: "lastok", MeterProvider: mp}, fixedRoll(0), nil))
+	var fail atomic.Bool
+	mustRegister(t, b.rec, recruiter.Func("fixed", func(context.Context) (recruiter.Report, error) {
+		if fail.Load() {
+			return recruiter.Report{}, errors.New("upstream down")
+		}
+		return recruiter.Report{}, nil
+	}), recruiter.JobConfig{Rate: 0.5})
+	mustRegister(t, b.rec, recruiter.Func("nightly", noop), recruiter.JobConfig{Schedule: "0 3 * * *"})
+
+	collect := func() (lastOK, next map[string]float64) {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		lastOK, next = map[string]float64{}, map[string]float64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				into := map[string]map[string]float64{telemetry.MetricJobLastSuccess: lastOK, telemetry.MetricJobNextTick: next}[m.Name]
+				if into == nil {
+					continue
+				}
+				for _, dp := range m.Data.(metricdata.Gauge[float64]).DataPoints {
+					job, _ := dp.Attributes.Value(telemetry.AttrJob)
+					into[job.AsString()] = dp.Value
+				}
+			}
+		}
+		return lastOK, next
+	}
+	lastOK, next := collect()
+	if len(lastOK) != 0 {
+		t.Errorf("%s = %v before any slice, want none", telemetry.MetricJobLastSuccess, lastOK)
+	}
+	now := float64(time.Now().UnixMilli()) / 1e3
+	if n := next["nightly"]; n < now || n > now+24*3600+1 || len(next) != 1 {
+		t.Errorf("%s = %v, want nightly's next 03:00 within a day (now %v)", telemetry.MetricJobNextTick, next, now)
+	}
+	b.rec.Enlist(context.Background())
+	lastOK, _ = collect()
+	first := lastOK["fixed"]
+	if first < now-60 || first > now+60 {
+		t.Fatalf("%s of fixed = %v after a slice, want about %v", telemetry.MetricJobLastSuccess, lastOK, now)
+	}
+	fail.Store(true)
+	time.Sleep(100 * time.Millisecond) // the rest of one budget after a slice without Every: a span, not a wait for an event
+	b.rec.Enlist(context.Background())
+	if js := jobStats(t, b.rec, "fixed"); js.Errors == 0 {
+		t.Fatalf("stats %+v: want the failing slice to have run", js)
+	}
+	if lastOK, _ = collect(); lastOK["fixed"] != first {
+		t.Errorf("%s moved to %v on a failed slice, want %v", telemetry.MetricJobLastSuccess, lastOK["fixed"], first)
 	}
 }

@@ -37,6 +37,14 @@ const (
 	// MetricJobPaused is a gauge, by job: 1 while the job is paused
 	// fleet-wide, as this process last learnt, else 0.
 	MetricJobPaused = "worksteal.job.paused"
+	// MetricJobLastSuccess is a gauge, by job: the time of the job's last
+	// slice that ran without error in this process, in unix seconds;
+	// absent until one has. "Not run for three intervals" is one
+	// expression over it.
+	MetricJobLastSuccess = "worksteal.job.last_success"
+	// MetricJobNextTick is a gauge, by job: a scheduled job's next tick as
+	// this process plans to visit it, in unix seconds.
+	MetricJobNextTick = "worksteal.job.next_tick"
 	// MetricRedisEvictionRisk is a gauge, by maxmemory-policy (attribute
 	// [AttrEvictionPolicy]): 1 when the Redis server's policy may evict
 	// worksteal's keys (any but noeviction), else 0; absent until the
