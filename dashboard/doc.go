@@ -13,12 +13,12 @@
 //	mux.Handle("/debug/worksteal", d)
 //	defer d.Close()
 //
-// Its page holds a table of the jobs (rate, Every, budget, draws and their
-// outcomes, items stolen, slice p50/p99, last run; a pause as a pill), an
-// SVG chart of the items stolen per second by job and one of each gauge,
-// and the latest recruitments with their trace ids; with [WithTasks], a
-// table of the task types of a tasks.Mux, with their attempts done,
-// retried, dead and running in this process. The chart is drawn on the
+// Its page holds a table of the jobs (rate or schedule, Every, budget,
+// draws and their outcomes, items stolen, slice p50/p99, last run; a
+// pause as a pill), an SVG chart of the items stolen per second by job
+// and one of each gauge, and the latest recruitments with their trace
+// ids; with [WithTasks], a table of the task types of a tasks.Mux, with
+// their attempts done, retried, dead and running in this process. The chart is drawn on the
 // server; the page has no external asset and no CDN, and its one inline
 // script (allowed by hash in its Content-Security-Policy) refetches it
 // every 2 s and swaps its content; without JavaScript it is a static
@@ -49,6 +49,19 @@
 //     fleet-wide, and the fleet's size as this process learnt it
 //     ("learning" until it has); its share of enlistments, which the pace
 //     sets, is a sparkline and a title. A fixed Rate shows as a share.
+//   - A scheduled job ([recruiter.JobConfig].Schedule) shows its cron
+//     expression where a rate stands: it runs once per tick, fleet-wide,
+//     in whichever process takes the tick, and its share of the roll says
+//     nothing of that. Beneath it, the tick this process visits next
+//     ("next in 3m12s", the time in a title; of ticks under a minute
+//     apart, each process visits a share), or "tick due" once that tick
+//     passed over 5 s ago unvisited: Redis failing, the breaker open, or
+//     the previous run still holding the job's lock. Beneath the last
+//     run, how late after its tick it began ("late 12ms", flagged past
+//     5 s). Both are this process's: other processes may have run the
+//     ticks since, so "never" here is no fault. The page cannot tell the
+//     previous tick without parsing cron, so it does not claim a tick
+//     was missed fleet-wide.
 //   - "+n by the timer", beside the draws, counts the slices this
 //     process's pace timer started because no request enlisted in time:
 //     they have no draw, so Ran may exceed Drawn.
@@ -58,7 +71,8 @@
 //     under the title once the recruiter has read it.
 //
 // The [Document] carries the same facts: skipped.elsewhere and
-// skipped.pressured, timed, fleet, eviction_policy and eviction_risk.
+// skipped.pressured, timed, fleet, schedule, next_tick, tick_overdue,
+// late_ms, eviction_policy and eviction_risk.
 //
 // # Sampling
 //

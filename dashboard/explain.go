@@ -3,13 +3,14 @@ package dashboard
 import (
 	"math"
 	"strconv"
+	"time"
 )
 
 // The words the page puts beside a job's numbers, so that a reader who
 // has not read the recruiter's documentation is not misled by them: most
 // draws of a paced job skip, an automatic job's share of the roll says
 // nothing of how often it runs, and a quiet process runs slices nobody
-// drew.
+// drew; a scheduled job's last run here is not the fleet's.
 
 // explainRate fills the Rate cell: a fixed Rate as its share, automatic
 // pace as the pace it aims at, fleet-wide, and the fleet it learnt.
@@ -67,4 +68,52 @@ func explainDraws(jv *jobView, j DocumentJob) {
 		jv.Busy = fmtCount(sk.Pressured) + " busy"
 		jv.HereTitle += " (" + fmtCount(sk.Pressured) + " of them: the process was busy, its goroutines waiting for a CPU; the job is drawn again later)"
 	}
+}
+
+// explainSchedule fills a scheduled job's cells: its expression where a
+// rate stands, the tick this process visits next (flagged when overdue),
+// and how late its last run here began. Without a cron parser the page
+// cannot tell the previous tick, nor whether another process ran it: it
+// says what this process knows.
+func explainSchedule(jv *jobView, j DocumentJob, now time.Time) {
+	jv.Schedule = j.Schedule
+	jv.RateTitle = "cron schedule: the job runs once per tick, fleet-wide, at any traffic, in whichever process takes the tick; " +
+		"ticks are instants on Redis's clock."
+	if j.Fleet > 0 {
+		jv.RateTitle += " This process counted " + fmtFleet(j.Fleet) + " visiting its ticks."
+	}
+	switch {
+	case j.NextTick == nil:
+		jv.Next = "next: not planned"
+		jv.NextTitle = "this process has no tick of the job planned yet"
+	case j.TickOverdue:
+		jv.Overdue = true
+		jv.Next = "tick due " + fmtAgo(now.Sub(*j.NextTick))
+		jv.NextTitle = "this process was to visit the tick of " + j.NextTick.Local().Format(time.RFC3339) +
+			" (Redis's clock) and has not yet: Redis failing, the breaker open, or the previous run still holding the job's lock"
+	default:
+		// The page refreshes every 2 s: a fraction of a second is noise.
+		switch left := j.NextTick.Sub(now); {
+		case left <= 0:
+			jv.Next = "next: now"
+		case left < time.Second:
+			jv.Next = "next in <1s"
+		default:
+			jv.Next = "next in " + fmtLeft(left)
+		}
+		jv.NextTitle = "the next tick this process visits: " + j.NextTick.Local().Format(time.RFC3339) +
+			" (Redis's clock); of a schedule with ticks under a minute apart, each process visits a share of them"
+	}
+	if j.LateMS == nil {
+		jv.LastRunTitle = "no run in this process yet: each tick runs once fleet-wide, in whichever process takes it"
+		return
+	}
+	late := time.Duration(*j.LateMS * float64(time.Millisecond))
+	jv.Late = "on time"
+	if late > 0 {
+		jv.Late = "late " + fmtDuration(late)
+	}
+	jv.LateWarn = late > tickMargin
+	jv.LateTitle = "the last run in this process began " + fmtDuration(max(late, 0)) + " after its tick, on Redis's clock; " +
+		"the fleet's other processes may have run later ticks"
 }

@@ -150,10 +150,113 @@ func TestDashboardExplainsTimedSlices(t *testing.T) {
 	if !strings.Contains(page, "<b>By the timer</b>: slices this process's pace timer started because no request enlisted in time; they have no draw, so Ran may exceed Drawn.") {
 		t.Error("the legend does not explain the timer")
 	}
-	if strings.Contains(page, "<b>auto</b>") {
-		t.Error("the legend explains automatic pace, which no job has")
+	if strings.Contains(page, "<b>auto</b>") || strings.Contains(page, "<b>cron</b>") {
+		t.Error("the legend explains automatic pace or schedules, which no job has")
 	}
 	if doc := getJSON(t, d); doc.Jobs[0].Timed != 1234 || doc.Jobs[1].Timed != 0 {
 		t.Errorf("JSON timed %d and %d, want 1234 and 0", doc.Jobs[0].Timed, doc.Jobs[1].Timed)
+	}
+}
+
+// A scheduled job shows its expression where a rate stands, the tick
+// this process visits next (in a title, when), flagged once it is overdue
+// past the margin, and how late its last run here began; the legend
+// explains schedules only where one shows. JSON carries the same facts.
+func TestDashboardExplainsSchedules(t *testing.T) {
+	t.Parallel()
+	now := t0
+	src := &fakeSource{stats: recruiter.Stats{Jobs: []recruiter.JobStats{
+		{Name: "nightly", Schedule: "0 3 * * *", Rate: 0.2, Fleet: 3, Budget: time.Second,
+			NextTick: now.Add(3*time.Minute + 12*time.Second), LastRun: now.Add(-21 * time.Hour), Late: 12 * time.Millisecond, Ran: 1, Slices: 1},
+		{Name: "stuck", Schedule: "*/10 * * * * *", Budget: time.Second, NextTick: now.Add(-12 * time.Second)},
+		{Name: "ticking", Schedule: "* * * * * *", Budget: time.Second,
+			NextTick: now.Add(-2 * time.Second), LastRun: now.Add(-time.Second), Late: 7 * time.Second, Ran: 9, Slices: 9},
+		{Name: "unplanned", Schedule: "@hourly", Budget: time.Second, LastRun: now.Add(-time.Minute), Ran: 1, Slices: 1},
+		{Name: "fixed", Rate: 0.05, Every: 2 * time.Second, Budget: 50 * time.Millisecond},
+		{Name: "soon", Schedule: "* * * * * *", Budget: time.Second, NextTick: now.Add(400 * time.Millisecond)},
+	}}}
+	d := manual(t, src)
+	d.SetClock(func() time.Time { return now })
+	page := get(t, d, http.MethodGet, "/").Body.String()
+	row := func(job string) string {
+		return regexp.MustCompile(`(?s)<tr data-job="` + job + `".*?</tr>`).FindString(page)
+	}
+
+	for job, cells := range map[string][]string{
+		"nightly": {
+			`<td class="num rate cron" title="cron schedule: the job runs once per tick, fleet-wide, at any traffic, in whichever process takes the tick; ticks are instants on Redis&#39;s clock. This process counted ≈3 processes visiting its ticks.">cron · <code>0 3 * * *</code>`,
+			`<span class="aside next" title="the next tick this process visits: ` + now.Add(3*time.Minute+12*time.Second).Local().Format(time.RFC3339) + ` (Redis&#39;s clock)`,
+			`>next in 3m12s</span></td>`, `"num every">–<`,
+			`<td class="num last-run" title="` + now.Add(-21*time.Hour).Local().Format(time.RFC3339) + `">21h ago<span class="aside late" title="the last run in this process began 12ms after its tick`,
+			`>late 12ms</span></td>`, `<tr data-job="nightly">`,
+		},
+		"stuck": {
+			`<tr data-job="stuck" class="overdue">`, `<code>*/10 * * * * *</code><span class="aside next due" title="this process was to visit the tick of ` +
+				now.Add(-12*time.Second).Local().Format(time.RFC3339) + ` (Redis&#39;s clock) and has not yet: Redis failing, the breaker open, or the previous run still holding the job&#39;s lock">tick due 12s ago</span>`,
+			`<td class="num last-run" title="no run in this process yet: each tick runs once fleet-wide, in whichever process takes it">never</td>`,
+		},
+		"ticking":   {`<tr data-job="ticking">`, `>next: now</span>`, `1s ago<span class="aside late warn" title="the last run in this process began 7s after its tick`, `>late 7s</span>`},
+		"soon":      {`>next in &lt;1s</span>`, `>never</td>`},
+		"unplanned": {`<code>@hourly</code><span class="aside next" title="this process has no tick of the job planned yet">next: not planned</span>`, `1m ago<span class="aside late"`, `>on time</span>`},
+	} {
+		r := row(job)
+		for _, cell := range cells {
+			if !strings.Contains(r, cell) {
+				t.Errorf("the %s row lacks %s:\n%s", job, cell, r)
+			}
+		}
+		// A schedule's share of the roll and fleet are not its pace.
+		if strings.Contains(r, "%") || strings.Contains(r, "auto") || strings.Contains(r, `class="aside fleet"`) || strings.Contains(r, "spark") {
+			t.Errorf("the %s row shows a share, automatic pace or a fleet as its rate:\n%s", job, r)
+		}
+	}
+	if fixed := row("fixed"); !strings.Contains(fixed, `<td class="num rate">5%</td>`) || strings.Contains(fixed, "cron") || strings.Contains(fixed, "aside late") {
+		t.Errorf("the fixed row shows a schedule:\n%s", fixed)
+	}
+	note := regexp.MustCompile(`(?s)<p class="note" id="jobs-note">.*?</p>`).FindString(page)
+	for _, want := range []string{
+		"<b>cron</b>: the job runs once per tick of its schedule, fleet-wide, in whichever process takes the tick",
+		"<b>next</b> is the tick this process visits next", "<b>tick due</b>: that tick passed over 5 s ago unvisited",
+		"<b>late</b> it began after its tick are this process's",
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the legend lacks %q:\n%s", want, note)
+		}
+	}
+
+	doc := getJSON(t, d)
+	want := []struct {
+		schedule string
+		next     time.Time
+		overdue  bool
+		late     any
+	}{
+		{"0 3 * * *", now.Add(3*time.Minute + 12*time.Second), false, 12.0},
+		{"*/10 * * * * *", now.Add(-12 * time.Second), true, nil},
+		{"* * * * * *", now.Add(-2 * time.Second), false, 7000.0},
+		{"@hourly", time.Time{}, false, 0.0},
+		{"", time.Time{}, false, nil},
+		{"* * * * * *", now.Add(400 * time.Millisecond), false, nil},
+	}
+	for i, w := range want {
+		j := doc.Jobs[i]
+		var next time.Time
+		if j.NextTick != nil {
+			next = *j.NextTick
+		}
+		if j.Schedule != w.schedule || !next.Equal(w.next) || (j.NextTick == nil) != w.next.IsZero() || j.TickOverdue != w.overdue || deref(j.LateMS) != w.late {
+			t.Errorf("%s: schedule %q, next tick %v, overdue %v, late %v ms; want %q, %v, %v, %v",
+				j.Name, j.Schedule, j.NextTick, j.TickOverdue, deref(j.LateMS), w.schedule, w.next, w.overdue, w.late)
+		}
+	}
+	// The names scripts read, present on every job: null where none.
+	raw := get(t, d, http.MethodGet, "/?format=json").Body.String()
+	for _, want := range []string{
+		`"schedule": "0 3 * * *"`, `"next_tick": "2026-03-14T15:12:38Z"`, `"tick_overdue": true`, `"late_ms": 12,`, `"late_ms": 7000,`,
+		`"schedule": "",`, `"next_tick": null`, `"late_ms": null`,
+	} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("the JSON lacks %s:\n%s", want, raw)
+		}
 	}
 }

@@ -126,7 +126,8 @@ type pageView struct {
 	// EvictionPolicy is the Redis server's maxmemory-policy; EvictionRisk,
 	// when set, what it may evict of worksteal's keys: a banner.
 	EvictionPolicy, EvictionRisk string
-	AnyAutomatic, AnyTimed       bool // the legend explains pace and the timer only where they show
+	// The legend explains pace, the timer and schedules only where they show.
+	AnyAutomatic, AnyTimed, AnySchedule bool
 }
 
 type jobView struct {
@@ -145,6 +146,12 @@ type jobView struct {
 	RowClass                        string
 	Items, PerSecond, P50, P99, Max string
 	LastRun, LastRunTitle           string
+	// A scheduled job: its expression, the tick this process visits
+	// next (Overdue: it passed unvisited), how late its last run here began.
+	Schedule, Next, NextTitle string
+	Overdue                   bool
+	Late, LateTitle           string
+	LateWarn                  bool
 }
 
 type recentView struct {
@@ -185,9 +192,14 @@ func (d *Dashboard) view(doc Document) pageView {
 			P50: fmtMS(j.SliceP50MS), P99: fmtMS(j.SliceP99MS), Max: fmtMS(j.SliceMaxMS),
 			LastRun: "never",
 		}
-		explainRate(&jv, j)
+		if j.Schedule != "" {
+			explainSchedule(&jv, j, now)
+		} else {
+			explainRate(&jv, j)
+		}
 		explainDraws(&jv, j)
 		v.AnyAutomatic = v.AnyAutomatic || j.Automatic
+		v.AnySchedule = v.AnySchedule || j.Schedule != ""
 		v.AnyTimed = v.AnyTimed || j.Timed > 0
 		if j.ItemsPerSecond != nil {
 			jv.PerSecond = fmtRate(*j.ItemsPerSecond)
@@ -217,6 +229,9 @@ func (d *Dashboard) view(doc Document) pageView {
 		}
 		if jv.Paused {
 			classes = append(classes, "paused")
+		}
+		if jv.Overdue {
+			classes = append(classes, "overdue")
 		}
 		jv.RowClass = strings.Join(classes, " ")
 		v.Jobs = append(v.Jobs, jv)

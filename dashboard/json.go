@@ -44,13 +44,33 @@ type Document struct {
 type DocumentJob struct {
 	Name string `json:"name"`
 	// Rate is the job's share of enlistments now: its fixed Rate, or,
-	// for an Automatic job, what the recruiter's pace set last.
+	// for an Automatic or scheduled job, what the recruiter set last,
+	// which says nothing of how often the job runs.
 	Rate      float64 `json:"rate"`
 	Automatic bool    `json:"automatic"` // paced by the recruiter: Every without Rate
 	// Fleet is, for an Automatic job, the number of processes visiting
 	// it as this process last learnt it: the pace aims at about one run
-	// per Every across them all. 0 until learnt, and for a fixed Rate.
+	// per Every across them all; for a scheduled job, the processes
+	// counted visiting its ticks. 0 until learnt, and for a fixed Rate.
 	Fleet float64 `json:"fleet"`
+	// Schedule is the job's cron schedule; "" for a job with Every or
+	// Rate. A scheduled job runs once per tick, fleet-wide, in whichever
+	// process takes the tick.
+	Schedule string `json:"schedule"`
+	// NextTick is the tick this process visits next, on Redis's clock;
+	// null without a schedule, or while none is planned. Of a schedule
+	// whose ticks are under a minute apart, each process visits a share
+	// of the ticks, so the fleet's next tick may come sooner.
+	NextTick *time.Time `json:"next_tick"`
+	// TickOverdue is set when NextTick passed more than 5 s before Now
+	// and this process has not visited it yet: Redis failing, the breaker
+	// open, or the previous run still holding the job's lock. A tick
+	// starts within about a second when all is well.
+	TickOverdue bool `json:"tick_overdue"`
+	// LateMS is how long after its tick, on Redis's clock, the last run
+	// of a scheduled job in this process began; null if it has not run
+	// here (the fleet's other processes may have run its ticks).
+	LateMS *float64 `json:"late_ms"`
 	// PausedUntil is when the job's fleet-wide pause ends, as the
 	// recruiter last learnt it; absent unless the job is paused at Now.
 	PausedUntil time.Time       `json:"paused_until,omitzero"`
@@ -199,6 +219,18 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 			t := js.LastRun.UTC()
 			dj.LastRun = &t
 		}
+		if js.Schedule != "" {
+			dj.Schedule = js.Schedule
+			if !js.NextTick.IsZero() {
+				t := js.NextTick.UTC()
+				dj.NextTick = &t
+				dj.TickOverdue = now.Sub(t) > tickMargin
+			}
+			if dj.LastRun != nil {
+				late := ms(js.Late)
+				dj.LateMS = &late
+			}
+		}
 		doc.Jobs = append(doc.Jobs, dj)
 	}
 	for _, r := range stats.Recent {
@@ -218,5 +250,11 @@ func finiteOrZero(v float64) float64 {
 	}
 	return v
 }
+
+// tickMargin is how far past its tick a scheduled job's visit, or the
+// start of its run, may be before the page flags it: a tick starts within
+// about a second, and the margin leaves room for the gap between Redis's
+// clock and this process's.
+const tickMargin = 5 * time.Second
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -8,13 +8,16 @@ package browser_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,9 +86,10 @@ func liveRecruiter(t *testing.T, cfg recruiter.Config) *recruiter.Recruiter {
 	return rec
 }
 
-// busyRecruiter is a live recruiter with three jobs, enlisted every few
+// busyRecruiter is a live recruiter with four jobs, enlisted every few
 // milliseconds until cleanup: one drains a simulated queue (its depth is
-// the returned gauge), one tidies once a second, one fails now and then.
+// the returned gauge), one tidies once a second, one fails now and then,
+// one beats on a cron schedule, every second.
 func busyRecruiter(t *testing.T) (*recruiter.Recruiter, func(context.Context) (float64, error)) {
 	rec := liveRecruiter(t, recruiter.Config{MaxConcurrent: 2})
 	var depth, calls atomic.Int64
@@ -108,6 +112,9 @@ func busyRecruiter(t *testing.T) (*recruiter.Recruiter, func(context.Context) (f
 			}
 			return recruiter.Report{Items: 2, More: true}, nil
 		}), recruiter.JobConfig{Rate: 0.2, Budget: 20 * time.Millisecond}},
+		{recruiter.Func("heartbeat", func(context.Context) (recruiter.Report, error) {
+			return recruiter.Report{Items: 1}, nil
+		}), recruiter.JobConfig{Schedule: "* * * * * *", Budget: 20 * time.Millisecond}},
 	}
 	for _, j := range jobs {
 		if err := rec.Register(j.job, j.cfg); err != nil {
@@ -193,13 +200,33 @@ func TestBrowserDashboardRefreshesLive(t *testing.T) {
 		t.Fatalf("tidy-stale's skips never showed as held back here: %v", err)
 	}
 
+	// The scheduled job shows its expression where a rate stands, its
+	// next tick, and, once a tick ran here, how late it began.
+	const heartbeat = `document.querySelector('tr[data-job="heartbeat"]')`
+	beat, err := chromedp.Run(tab, chromedp.Poll[[]any](`(() => {
+		const row = `+heartbeat+`, late = row.querySelector('td.last-run .late');
+		return late && [row.querySelector('td.rate code').textContent, row.querySelector('td.rate').firstChild.textContent,
+			row.querySelector('td.rate .next').textContent, row.querySelector('td.rate .next').title,
+			late.textContent, row.querySelector('td.last-run').firstChild.textContent, row.querySelector('td.every').textContent];
+	})()`, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		t.Fatalf("the scheduled job never showed a run here and how late it began: %v", err)
+	}
+	if len(beat) != 7 || beat[0] != "* * * * * *" || beat[1] != "cron · " ||
+		!regexp.MustCompile(`^next(: now| in (<1s|\ds))$`).MatchString(fmt.Sprint(beat[2])) ||
+		!strings.HasPrefix(fmt.Sprint(beat[3]), "the next tick this process visits: ") ||
+		!regexp.MustCompile(`^(late \d+(\.\d+)?(µs|ms|s)|on time)$`).MatchString(fmt.Sprint(beat[4])) ||
+		!regexp.MustCompile(`^(just now|\ds ago)$`).MatchString(fmt.Sprint(beat[5])) || beat[6] != "–" {
+		t.Errorf("heartbeat's expression, prefix, next, its title, late, last run, Every = %q; want * * * * * *, cron · , next in …, the next tick …, late …, just now, –", beat)
+	}
+
 	state, err := chromedp.Run(tab, chromedp.Evaluate[[]any](`[window.cspViolations || 0, document.body.classList.contains('stale'),
 		document.querySelectorAll('tr[data-job]').length, document.querySelectorAll('svg.chart').length]`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if state[0] != float64(0) || state[1] != false || state[2] != float64(3) || state[3] != float64(2) {
-		t.Errorf("CSP violations, stale, job rows, charts = %v; want 0, false, 3, 2", state)
+	if state[0] != float64(0) || state[1] != false || state[2] != float64(4) || state[3] != float64(2) {
+		t.Errorf("CSP violations, stale, job rows, charts = %v; want 0, false, 4, 2", state)
 	}
 
 	// WORKSTEAL_DASHBOARD_PNG=/tmp/dashboard.png keeps a screenshot, once

@@ -3,7 +3,8 @@
 // itself from a live recruiter, keeps its Content-Security-Policy, marks
 // a server that stopped answering as stale, and explains its numbers
 // where they stand (the eviction banner, the skipped draws split under
-// one header, automatic pace and its fleet). It holds tests only,
+// one header, automatic pace and its fleet, a cron schedule's next tick
+// and lateness). It holds tests only,
 // behind the build tag browser.
 //
 // # Running
