@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,26 +107,6 @@ func TestInlineUnderTimeoutHandler(t *testing.T) {
 		t.Errorf("the client got %d %q, want 200 cached", resp.StatusCode, body)
 	}
 	rig.NextRun(t) // the slice still runs, in the background
-}
-
-// TestNestedMiddlewaresBothSeeTheMark: two recruiters' middlewares around
-// one handler, both drawn: the handler's one mark reaches both, and each
-// runs its slice.
-func TestNestedMiddlewaresBothSeeTheMark(t *testing.T) {
-	t.Parallel()
-	outer, inner := stealtest.New(t, false), stealtest.New(t, false)
-	outer.Draw()
-	inner.Draw()
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		recruiter.MarkFastExit(r.Context())
-		_, _ = io.WriteString(w, "cached")
-	})
-	srv := stealtest.Serve(t, outer.Wrap(stealhttp.Middleware(outer.Rec)(stealhttp.Middleware(inner.Rec)(h))))
-	if got := stealtest.Get(t, srv.URL, nil); !strings.Contains(got, "cached") {
-		t.Fatalf("got %q", got)
-	}
-	outer.NextRun(t)
-	inner.NextRun(t)
 }
 
 // TestFlushCommitsTheStatus: a Flush sends 200 whatever the handler writes

@@ -2,21 +2,20 @@ package stealhttp_test
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/internal/testing/adaptertest"
 	"github.com/worksteal/worksteal/internal/testing/stealtest"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
 	"github.com/worksteal/worksteal/recruiter"
@@ -24,226 +23,72 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// routes is a small service: each path is one kind of response.
-func routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/hit", func(w http.ResponseWriter, r *http.Request) {
-		recruiter.MarkFastExit(r.Context())
-		w.Header().Set("X-Cache", "HIT")
-		fmt.Fprint(w, "cached answer")
-	})
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "computed answer") // not marked: not a fast exit
-	})
-	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
-		recruiter.MarkFastExit(r.Context())
-		http.Error(w, "boom", http.StatusInternalServerError)
-	})
-	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
-	return mux
+// TestConformance runs the adapters' suite on stealhttp.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	adaptertest.ExerciseHTTP(t, adaptertest.HTTPHost{Handler: service})
 }
 
-func TestDismissedRequestIsUntouched(t *testing.T) {
-	t.Parallel()
-	rig := stealtest.New(t, false)
-	var sameWriter, sameRequest atomic.Bool
-	var outerW http.ResponseWriter
-	var outerR *http.Request
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sameWriter.Store(w == outerW)
-		sameRequest.Store(r == outerR)
-		routes().ServeHTTP(w, r)
-	})
-	mw := stealhttp.Middleware(rig.Rec)(inner)
-	with := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		outerW, outerR = w, r
-		mw.ServeHTTP(w, r)
-	})))
-	without := stealtest.Serve(t, routes())
-	for _, path := range []string{"/hit", "/slow", "/fail", "/empty", "/same"} {
-		if a, b := stealtest.Get(t, with.URL+path, nil), stealtest.Get(t, without.URL+path, nil); a != b {
-			t.Errorf("%s differs with the middleware:\n%s\nwithout:\n%s", path, a, b)
-		}
-		if !sameWriter.Load() || !sameRequest.Load() {
-			t.Errorf("%s: the handler got another ResponseWriter (%v) or request (%v)", path, !sameWriter.Load(), !sameRequest.Load())
-		}
+// service is the suite's service behind stealhttp as s says.
+func service(_ *testing.T, s adaptertest.Setup) http.Handler {
+	var opts []stealhttp.Option
+	if s.Classify != nil {
+		opts = append(opts, stealhttp.WithClassifier(func(e stealhttp.Exit) bool {
+			return s.Classify(adaptertest.Seen{
+				Answer: strings.TrimPrefix(e.Request.URL.Path, "/"), Status: e.Status, Marked: e.Marked, Elapsed: e.Elapsed,
+			})
+		}))
 	}
-	rig.Settle(t)
-	if n := rig.Started(); n != 0 {
-		t.Fatalf("%d slices ran for dismissed requests", n)
+	h := routes()
+	for _, rec := range slices.Backward(s.Recruiters) {
+		h = stealhttp.Middleware(rec, opts...)(h)
 	}
-}
-
-func TestDrawnRequests(t *testing.T) {
-	t.Parallel()
-	rig := stealtest.New(t, false)
-	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(routes())))
-	without := stealtest.Serve(t, routes())
-	rig.Draw()
-	for _, tc := range []struct {
-		path string
-		runs int
-	}{{"/hit", 1}, {"/slow", 0}, {"/fail", 0}, {"/empty", 1}, {"/same", 1}} {
-		before := rig.Started()
-		if a, b := stealtest.Get(t, srv.URL+tc.path, nil), stealtest.Get(t, without.URL+tc.path, nil); a != b {
-			t.Errorf("drawn %s differs from the bare handler's:\n%s\nwant:\n%s", tc.path, a, b)
-		}
-		rig.Settle(t)
-		if got := rig.Started() - before; got != tc.runs {
-			t.Errorf("drawn %s ran %d slices, want %d", tc.path, got, tc.runs)
-		}
+	if s.Tracer == nil {
+		return h
 	}
-}
-
-// TestSliceLinksToTheRequestSpan: with tracing middleware outside the
-// middleware, the recruitment span links to the request's span. The
-// tracing middleware is the part of otelhttp that matters here, a span
-// started on the request's context, so that the root module needs no
-// otelhttp (example/ runs the middleware under otelhttp itself).
-func TestSliceLinksToTheRequestSpan(t *testing.T) {
-	t.Parallel()
-	rig := stealtest.New(t, false)
-	var requestSpan atomic.Value
-	h := stealhttp.Middleware(rig.Rec)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requestSpan.Store(trace.SpanContextFromContext(r.Context()))
-		recruiter.MarkFastExit(r.Context())
-	}))
-	tracer := rig.Tracer.Tracer("catalog")
-	srv := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, span := tracer.Start(r.Context(), "GET", trace.WithSpanKind(trace.SpanKindServer))
+	// The part of otelhttp that matters here, a server span on the
+	// request's context, so that the root module needs no otelhttp
+	// (example/ runs the middleware under otelhttp itself).
+	tracer := s.Tracer.Tracer("catalog")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := tracer.Start(r.Context(), r.Method, trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		h.ServeHTTP(w, r.WithContext(ctx))
-	})))
-	rig.Draw()
-	stealtest.Get(t, srv.URL, nil)
-	rig.NextRun(t)
-	rig.Settle(t)
-	spans := rig.RecruitSpans()
-	if len(spans) != 1 {
-		t.Fatalf("%d recruitment spans, want 1", len(spans))
-	}
-	sc := requestSpan.Load().(trace.SpanContext)
-	if !sc.IsValid() || !stealtest.LinkedTo(spans[0], sc) {
-		t.Fatalf("the recruitment span links %+v, want the request span %v", spans[0].Links(), sc)
-	}
-}
-
-// TestBackgroundSliceStartsAfterTheResponse: the slice begins only once
-// the server is done with the handler, and a job that sleeps past its
-// budget, panics or fails changes nothing the client sees.
-func TestBackgroundSliceStartsAfterTheResponse(t *testing.T) {
-	t.Parallel()
-	rig := stealtest.New(t, false)
-	// An outer handler lingers after the middleware returns: a slice that
-	// started at once, not when the server is done, would see it unfinished.
-	var handlerDone, doneAtStart atomic.Bool
-	mw := stealhttp.Middleware(rig.Rec)(routes())
-	srv := stealtest.Serve(t, rig.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handlerDone.Store(false)
-		mw.ServeHTTP(w, r)
-		time.Sleep(20 * time.Millisecond)
-		handlerDone.Store(true)
-	})))
-	observed := func(job func(context.Context) (recruiter.Report, error)) func(context.Context) (recruiter.Report, error) {
-		return func(ctx context.Context) (recruiter.Report, error) {
-			doneAtStart.Store(handlerDone.Load())
-			return job(ctx)
-		}
-	}
-	without := stealtest.Serve(t, routes())
-	want := stealtest.Get(t, without.URL+"/hit", nil)
-	rig.Draw()
-	jobs := map[string]func(context.Context) (recruiter.Report, error){
-		"sleeps past its budget": func(ctx context.Context) (recruiter.Report, error) {
-			time.Sleep(150 * time.Millisecond)
-			return recruiter.Report{}, nil
-		},
-		"panics": func(context.Context) (recruiter.Report, error) { panic("stolen work broke") },
-		"fails":  func(context.Context) (recruiter.Report, error) { return recruiter.Report{}, errors.New("no") },
-	}
-	for name, job := range jobs {
-		rig.SetJob(observed(job))
-		rig.ForgetCoolOffs() // each of these jobs rests after its slice
-		if got := stealtest.Get(t, srv.URL+"/hit", nil); got != want {
-			t.Errorf("with a job that %s the response is\n%s\nwant\n%s", name, got, want)
-		}
-		rig.NextRun(t)
-		rig.Settle(t)
-		if !doneAtStart.Load() {
-			t.Errorf("a slice (job that %s) started before the server was done with the handler", name)
-		}
-	}
-	js := rig.Rec.Stats().Jobs[0]
-	if js.Timeouts != 1 || js.Panics != 1 || js.Errors != 1 {
-		t.Fatalf("stats %+v, want one timeout, one panic, one error", js)
-	}
-}
-
-// TestInlineFlushesBeforeTheSlice: in inline mode the client has a
-// response with a Content-Length in full while the slice still runs; a
-// chunked one has its body, and its end follows the slice.
-func TestInlineFlushesBeforeTheSlice(t *testing.T) {
-	t.Parallel()
-	rig := stealtest.New(t, true)
-	release, abandon := make(chan struct{}), make(chan struct{})
-	rig.SetJob(func(context.Context) (recruiter.Report, error) {
-		select {
-		case <-release:
-		case <-abandon: // a failed test must not leave the server waiting on a slice
-		}
-		return recruiter.Report{}, nil
 	})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		recruiter.MarkFastExit(r.Context())
-		if r.URL.Path == "/sized" {
-			w.Header().Set("Content-Length", "5")
-		}
+}
+
+// routes answers adaptertest.HTTPAnswers.
+func routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(name string, marked bool, answer func(http.ResponseWriter, *http.Request)) {
+		mux.HandleFunc("/"+name, func(w http.ResponseWriter, r *http.Request) {
+			adaptertest.Inside(r.Context(), w, r)
+			if marked {
+				recruiter.MarkFastExit(r.Context())
+			}
+			answer(w, r)
+		})
+	}
+	handle("hit", true, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Cache", "HIT")
+		io.WriteString(w, "cached answer")
+	})
+	handle("slow", false, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "computed answer") })
+	handle("fail", true, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
+	handle("missing", true, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no such item", http.StatusNotFound) })
+	handle("empty", false, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	handle("same", false, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
+	handle("sized", true, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
 		io.WriteString(w, "hello")
 	})
-	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(h)))
-	t.Cleanup(func() { close(abandon) }) // runs before the server's Close
-	client := &http.Client{Timeout: 10 * time.Second}
-	rig.Draw()
-
-	resp, err := client.Get(srv.URL + "/sized")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body) // completes while the slice is blocked
-	resp.Body.Close()
-	if err != nil || string(body) != "hello" {
-		t.Fatalf("sized body %q, %v", body, err)
-	}
-	rig.NextRun(t)
-	release <- struct{}{}
-	rig.Settle(t)
-	rig.ForgetCoolOffs()
-
-	resp, err = client.Get(srv.URL + "/chunked")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.ContentLength != -1 {
-		t.Fatalf("Content-Length %d, want a chunked response", resp.ContentLength)
-	}
-	first := make([]byte, 5)
-	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "hello" {
-		t.Fatalf("chunked body %q, %v before the slice ended", first, err)
-	}
-	rig.NextRun(t)
-	ended := make(chan error, 1)
-	go func() { _, err := io.ReadAll(resp.Body); ended <- err }()
-	select {
-	case err := <-ended:
-		t.Fatalf("the chunked response ended (%v) while its inline slice still ran", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	release <- struct{}{}
-	if err := <-ended; err != nil {
-		t.Fatal(err)
-	}
+	handle("large", true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, adaptertest.LargeBody) })
+	handle("streamed", true, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "part 1\n")
+		http.NewResponseController(w).Flush()
+		io.WriteString(w, "part 2\n")
+	})
+	return mux
 }
 
 // TestStreamingThroughTheMiddleware: server-sent events with Flush, the
@@ -341,38 +186,6 @@ func TestStreamingThroughTheMiddleware(t *testing.T) {
 		t.Fatalf("over the hijacked connection: %q, %v", echo, err)
 	}
 	rig.Settle(t)
-}
-
-// TestClientsCannotForceRecruitment: no header, query or method makes a
-// request recruited or a fast exit.
-func TestClientsCannotForceRecruitment(t *testing.T) {
-	t.Parallel()
-	rig := stealtest.New(t, false)
-	srv := stealtest.Serve(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(routes())))
-	forged := http.Header{
-		"X-Worksteal":           {"1"},
-		"X-Fast-Exit":           {"true"},
-		"Worksteal-Recruit":     {"stolen"},
-		"If-None-Match":         {"*"},
-		"Cache-Control":         {"only-if-cached"},
-		"Traceparent":           {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
-		"X-Forwarded-For":       {"127.0.0.1"},
-		"X-Worksteal-Fast-Exit": {"1"},
-	}
-	for _, drawn := range []bool{false, true} {
-		if drawn {
-			rig.Draw()
-		} else {
-			rig.Dismiss()
-		}
-		for _, path := range []string{"/slow?fast_exit=1&worksteal=1", "/fail?recruit=1"} {
-			stealtest.Get(t, srv.URL+path, forged)
-		}
-	}
-	rig.Settle(t)
-	if n := rig.Started(); n != 0 {
-		t.Fatalf("forged requests ran %d slices", n)
-	}
 }
 
 func TestOptions(t *testing.T) {
