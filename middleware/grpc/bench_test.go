@@ -177,7 +177,7 @@ func BenchmarkLoopbackUnary(b *testing.B) {
 // loopback serves the catalog with opts on 127.0.0.1 and returns a client.
 func loopback(b *testing.B, opts ...grpc.ServerOption) healthpb.HealthClient {
 	srv := grpc.NewServer(opts...)
-	healthpb.RegisterHealthServer(srv, catalog{})
+	healthpb.RegisterHealthServer(srv, &catalog{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

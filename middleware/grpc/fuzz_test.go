@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/worksteal/worksteal/internal/testing/stealtest"
@@ -71,14 +72,15 @@ func FuzzInterceptorExit(f *testing.F) {
 			err, want = context.DeadlineExceeded, codes.DeadlineExceeded
 		}
 		seen = stealgrpc.Exit{}
+		answer := &healthpb.HealthCheckResponse{}
 		resp, got := unary(context.Background(), "req", info, func(ctx context.Context, req any) (any, error) {
 			if mark {
 				recruiter.MarkFastExit(ctx)
 			}
-			return "resp", err
+			return answer, err
 		})
-		if resp != "resp" || got != err {
-			t.Fatalf("the interceptor changed the result: %v, %v; want resp, %v", resp, got, err)
+		if resp != any(answer) || got != err {
+			t.Fatalf("the interceptor changed the result: %v, %v; want %v, %v", resp, got, answer, err)
 		}
 		if seen.Code != want || seen.Marked != mark || seen.FullMethod != info.FullMethod || (err == nil) != (seen.Response != nil) {
 			t.Fatalf("classifier saw %+v; want code %v, marked %v", seen, want, mark)

@@ -10,14 +10,22 @@ import (
 // Exit is what a classifier knows of a drawn RPC once its handler has
 // returned.
 type Exit struct {
-	FullMethod string        // "/package.Service/Method"
-	Request    any           // the request message; nil for a stream
-	Response   any           // the response message; nil for a stream or after an error
-	Code       codes.Code    // the handler's outcome as a code: the error's status code (Canceled, DeadlineExceeded or Unknown as gRPC maps other errors), DeadlineExceeded or Canceled if the RPC's context ended first, else OK; a response that then fails to marshal reaches the client as Internal, which no interceptor sees
-	Err        error         // the handler's error, as returned
-	Marked     bool          // the handler called recruiter.MarkFastExit
-	Elapsed    time.Duration // from the draw to the handler's return
-	Stream     bool          // a streaming RPC (StreamServerInterceptor)
+	FullMethod string // "/package.Service/Method"
+	Request    any    // the request message; nil for a stream
+	Response   any    // the response message; nil for a stream or after an error
+	// Code is the code the client receives, as the interceptor can know it
+	// when the handler has returned (the package doc, "The code"): the
+	// RPC's end if its context ended first (DeadlineExceeded once its
+	// deadline has passed, else Canceled); for a stream whose SendMsg
+	// failed, that failure's code, which gRPC ended the RPC with; for a
+	// unary response that does not marshal, Internal, which gRPC then
+	// answers; else the handler's error's code (Unknown for an error that
+	// is no status, OK for none).
+	Code    codes.Code
+	Err     error         // the handler's error, as returned
+	Marked  bool          // the handler called recruiter.MarkFastExit
+	Elapsed time.Duration // from the draw to the handler's return
+	Stream  bool          // a streaming RPC (StreamServerInterceptor)
 }
 
 // A Classifier decides whether a drawn RPC was a fast exit, which hands

@@ -2,10 +2,14 @@ package stealgrpc
 
 import (
 	"context"
+	"errors"
+	"io"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/status"
 
 	"github.com/worksteal/worksteal/recruiter"
@@ -47,10 +51,15 @@ func serveUnaryDrawn(ctx context.Context, draw recruiter.Draw, classify Classifi
 	began := time.Now()
 	ctx = draw.Context(ctx)
 	resp, err := handler(ctx, req)
+	sendErr := err
+	if err == nil && ctx.Err() == nil && !marshals(ctx, resp) {
+		// gRPC will answer Internal, having failed to marshal it.
+		sendErr = status.Error(codes.Internal, "stealgrpc: the response does not marshal")
+	}
 	exit := Exit{
 		FullMethod: info.FullMethod,
 		Request:    req,
-		Code:       codeOf(ctx, err),
+		Code:       codeOf(ctx, sendErr),
 		Err:        err,
 		Marked:     draw.Marked(ctx),
 		Elapsed:    time.Since(began),
@@ -65,13 +74,24 @@ func serveUnaryDrawn(ctx context.Context, draw recruiter.Draw, classify Classifi
 }
 
 // markedStream is a drawn stream: the handler's stream with the fast-exit
-// marker in its context.
+// marker in its context. It keeps the first error of SendMsg: gRPC then
+// ends the RPC with that error's status at once, whatever the handler
+// returns afterwards.
 type markedStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx     context.Context
+	sendErr error
 }
 
 func (s *markedStream) Context() context.Context { return s.ctx }
+
+func (s *markedStream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	if err != nil && s.sendErr == nil && !errors.Is(err, io.EOF) {
+		s.sendErr = err
+	}
+	return err
+}
 
 // serveStreamDrawn observes a drawn stream as serveUnaryDrawn does a
 // unary RPC. For both, a background slice waits for the RPC's context to
@@ -83,10 +103,15 @@ func serveStreamDrawn(draw recruiter.Draw, classify Classifier,
 	srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	began := time.Now()
 	ctx := draw.Context(ss.Context())
-	err := handler(srv, &markedStream{ServerStream: ss, ctx: ctx})
+	ms := &markedStream{ServerStream: ss, ctx: ctx}
+	err := handler(srv, ms)
+	code := codeOf(ctx, err)
+	if ms.sendErr != nil {
+		code = errCode(ms.sendErr) // the status gRPC ended the RPC with, which ended its context too
+	}
 	exit := Exit{
 		FullMethod: info.FullMethod,
-		Code:       codeOf(ctx, err),
+		Code:       code,
 		Err:        err,
 		Marked:     draw.Marked(ctx),
 		Elapsed:    time.Since(began),
@@ -98,21 +123,57 @@ func serveStreamDrawn(draw recruiter.Draw, classify Classifier,
 	return err
 }
 
-// codeOf is the code gRPC sends for a handler's outcome: a status error's
-// own, a context error's (Canceled, DeadlineExceeded), else Unknown; for
-// no error, OK, unless the RPC's context ended first: then its deadline
-// or cancellation is what the client saw.
+// codeOf is the code the client receives for an RPC that ended with err
+// (the handler's, or the one gRPC meets sending the answer): if the RPC's
+// context ended first, its end: DeadlineExceeded once its deadline has
+// passed (the client's, which is no later, has passed too), else
+// Canceled; otherwise err's code.
 func codeOf(ctx context.Context, err error) codes.Code {
-	if err == nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return status.FromContextError(ctxErr).Code()
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+			return codes.DeadlineExceeded
 		}
+		return status.FromContextError(ctxErr).Code()
+	}
+	return errCode(err)
+}
+
+// errCode is the code gRPC sends for err: a status error's own, a
+// context error's (Canceled, DeadlineExceeded), Unknown for another
+// error, OK for none.
+func errCode(err error) codes.Code {
+	if err == nil {
 		return codes.OK
 	}
 	if s, ok := status.FromError(err); ok {
 		return s.Code()
 	}
 	return status.FromContextError(err).Code()
+}
+
+// marshals reports whether gRPC can marshal resp, a unary response, for
+// the RPC of ctx: with the codec registered for the RPC's content-subtype
+// ("proto" when it has none, or none is registered for it, as gRPC does).
+// A server that forces a codec (grpc.ForceServerCodecV2) is checked with
+// the registered one.
+func marshals(ctx context.Context, resp any) bool {
+	subtype := ""
+	if s, ok := grpc.ServerTransportStreamFromContext(ctx).(interface{ ContentSubtype() string }); ok {
+		subtype = s.ContentSubtype()
+	}
+	codec := encoding.GetCodecV2(subtype)
+	if codec == nil {
+		codec = encoding.GetCodecV2(proto.Name)
+	}
+	if codec == nil {
+		return true // nothing to check with
+	}
+	data, err := codec.Marshal(resp)
+	if err != nil {
+		return false
+	}
+	data.Free()
+	return true
 }
 
 func mustHave(rec *recruiter.Recruiter) {
