@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/drainhook"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -19,12 +21,6 @@ import (
 // attempt. ctx ends with the slice's budget. Handlers must be idempotent:
 // delivery is at least once.
 type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
-
-// ThenHandler is a [Handler] that may also return the item that follows
-// its item: then, when not nil, is enqueued by the item's ack, in the same
-// script call ([queue.Settlement.Then]), so that it is added once, and
-// only if the ack is. A failed item's then is ignored.
-type ThenHandler func(ctx context.Context, it queue.Item) (result []byte, then *queue.Then, err error)
 
 // DrainConfig configures [Drain]. The zero value is valid.
 type DrainConfig struct {
@@ -77,18 +73,25 @@ type DrainConfig struct {
 // and counts it.
 func Drain(q *queue.Queue, handler Handler, cfg DrainConfig) (recruiter.Job, error) {
 	if handler == nil {
-		return DrainThen(q, nil, cfg)
+		return drain(q, nil, cfg)
 	}
-	return DrainThen(q, func(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
-		result, err := handler(ctx, it)
+	return drain(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
+		result, err := handler(ctx, queue.Item(it))
 		return result, nil, err
 	}, cfg)
 }
 
-// DrainThen is [Drain] with a handler that may return a follow-up for
-// each item, enqueued with its ack (chains of items: see
-// [queue.Queue.Chain]); everything else is Drain's.
-func DrainThen(q *queue.Queue, handler ThenHandler, cfg DrainConfig) (recruiter.Job, error) {
+func init() {
+	// A Mux's job (package tasks) is a Drain whose handler returns each
+	// chain step's next step, which the step's ack enqueues.
+	drainhook.Drain = func(q *queue.Queue, h drainhook.Handler, cfg any) (recruiter.Job, error) {
+		return drain(q, h, cfg.(DrainConfig))
+	}
+}
+
+// drain is Drain with a handler that may return a follow-up for each
+// item, enqueued with its ack (see internal/drainhook).
+func drain(q *queue.Queue, handler drainhook.Handler, cfg DrainConfig) (recruiter.Job, error) {
 	switch {
 	case q == nil:
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
@@ -99,12 +102,12 @@ func DrainThen(q *queue.Queue, handler ThenHandler, cfg DrainConfig) (recruiter.
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &drainJob{q: q, handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, jobName("drain", q.Name()))}, nil
+	return &drainJob{q: qstore.Of(q), handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, jobName("drain", q.Name()))}, nil
 }
 
 type drainJob struct {
-	q       *queue.Queue
-	handler ThenHandler
+	q       *qstore.Store // the queue's storage, for follow-ups
+	handler drainhook.Handler
 	cfg     DrainConfig
 	name    string
 }
@@ -202,8 +205,8 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 // that reaches Redis after the lease is thrown away (a claim or Tidy hands
 // the items back, counting the attempt, and another claim may own them by
 // then).
-func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item, leaseEnd time.Time) []queue.Settlement {
-	outcomes := make([]queue.Settlement, 0, len(items))
+func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Item, leaseEnd time.Time) []qstore.Settlement {
+	outcomes := make([]qstore.Settlement, 0, len(items))
 	for _, it := range items {
 		if ctx.Err() != nil {
 			break
@@ -217,13 +220,13 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []queue.Item
 		}
 		hctx, cancel := context.WithDeadline(ctx, settleBy)
 		began := time.Now()
-		result, then, err := j.call(hctx, s, it)
+		result, next, err := j.call(hctx, s, it)
 		cancel()
 		took := time.Since(began)
 		s.busy += took
 		s.slowest = max(s.slowest, took)
 		s.started++
-		outcomes = append(outcomes, queue.Settlement{Item: it, Result: result, Then: then, Err: err})
+		outcomes = append(outcomes, qstore.Settlement{Item: it, Result: result, FollowUp: next, Err: err})
 	}
 	return outcomes
 }
@@ -241,10 +244,10 @@ func (j *drainJob) leaseMargin(s *drainSlice) time.Duration {
 }
 
 // call runs the handler on one item, turning a panic into the item's error.
-func (j *drainJob) call(ctx context.Context, s *drainSlice, it queue.Item) (result []byte, then *queue.Then, err error) {
+func (j *drainJob) call(ctx context.Context, s *drainSlice, it qstore.Item) (result []byte, next *qstore.FollowUp, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			result, then, err = nil, nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
+			result, next, err = nil, nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
 			if s.panicked == nil {
 				s.panicked = fmt.Errorf("%w on item %s: %v\n%s", ErrHandlerPanic, it.ID, v, debug.Stack())
 			}
@@ -253,7 +256,7 @@ func (j *drainJob) call(ctx context.Context, s *drainSlice, it queue.Item) (resu
 	return j.handler(ctx, it)
 }
 
-func (j *drainJob) claim(ctx context.Context, n int) (queue.Claimed, error) {
+func (j *drainJob) claim(ctx context.Context, n int) (qstore.Claimed, error) {
 	rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
 	defer cancel()
 	return j.q.ClaimDetailed(rctx, n)
@@ -263,7 +266,7 @@ func (j *drainJob) claim(ctx context.Context, n int) (queue.Claimed, error) {
 // they touch different items, and both must reach Redis before the lease
 // ends, so one round trip should fit both. It returns how many items were
 // settled and how many released.
-func (j *drainJob) finish(ctx context.Context, outcomes []queue.Settlement, unstarted []queue.Item) (settled, released int, err error) {
+func (j *drainJob) finish(ctx context.Context, outcomes []qstore.Settlement, unstarted []qstore.Item) (settled, released int, err error) {
 	var settleErr, releaseErr error
 	var releasing sync.WaitGroup
 	if len(unstarted) > 0 {
@@ -275,7 +278,7 @@ func (j *drainJob) finish(ctx context.Context, outcomes []queue.Settlement, unst
 	}
 	if len(outcomes) > 0 {
 		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
-		var st queue.SettleResult
+		var st qstore.SettleResult
 		st, settleErr = j.q.Settle(rctx, outcomes...)
 		cancel()
 		settled = st.Acked + st.Retried + st.Dead

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
@@ -117,14 +119,17 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			wantCounts(t, q, queue.Depth{Leased: 2, Dead: 1})
 		}},
 		{"join-with-options", func(t *testing.T, q *queue.Queue) {
+			// A join is package tasks' fan-out: its scripts are the
+			// storage's, reached as tasks reaches them.
 			ctx := testContext(t)
-			opts := queue.EnqueueOptions{Delay: 20 * time.Millisecond, MaxAttempts: 1, Unique: "j", UniqueFor: time.Minute}
+			st := qstore.Of(q)
+			opts := qstore.EnqueueOptions{Delay: 20 * time.Millisecond, MaxAttempts: 1, Unique: "j", UniqueFor: time.Minute}
 			ids := make([]string, 20)
 			var added atomic.Int64
 			var wg sync.WaitGroup
 			for i := range ids {
 				wg.Go(func() {
-					id, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 2), Final: []byte("f"), Options: opts})
+					id, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", 2), Final: []byte("f"), Options: opts})
 					if err != nil {
 						t.Error(err)
 					}
@@ -159,7 +164,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if _, err := q.Wait(ctx, join); !errors.Is(err, queue.ErrDead) {
 				t.Fatalf("Wait of the failed join = %v, want ErrDead", err)
 			}
-			if id, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("d", 1), Final: []byte("f"), Options: opts}); id != join || !dup || err != nil {
+			if id, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("d", 1), Final: []byte("f"), Options: opts}); id != join || !dup || err != nil {
 				t.Fatalf("EnqueueJoin under the failed join's key = %s, %v, %v; want %s, a duplicate", id, dup, err, join)
 			}
 			if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
@@ -177,7 +182,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if r, err := q.Wait(ctx, join); string(r) != "r" || err != nil {
 				t.Fatalf("Wait = %q, %v", r, err)
 			}
-			if id, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("e", 1), Final: []byte("f"), Options: opts}); id == join || dup || err != nil {
+			if id, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("e", 1), Final: []byte("f"), Options: opts}); id == join || dup || err != nil {
 				t.Fatalf("EnqueueJoin after the join ended = %s, %v, %v; want a new join", id, dup, err)
 			}
 			// Not wantCounts: Due counts the new child once its 20ms pass.
@@ -241,4 +246,12 @@ func clusterBlocked(t *testing.T, cc *redis.ClusterClient, n int) {
 		})
 		return err == nil && total.Load() == int64(n)
 	})
+}
+
+func payloads(prefix string, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, "%s%d", prefix, i+1)
+	}
+	return out
 }

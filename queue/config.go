@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 )
 
 // Defaults applied to zero fields of [Config]; each field's doc says its
@@ -32,15 +32,20 @@ const BatchMax = 1000
 // Errors of this package. Those about a config, a name or an argument wrap a
 // message naming the field or argument.
 var (
-	ErrInvalidConfig    = errors.New("queue: invalid config")
-	ErrInvalidName      = errors.New("queue: invalid name")
-	ErrInvalidArgument  = errors.New("queue: invalid argument")
-	ErrEmptyPayload     = errors.New("queue: empty payload")
-	ErrPayloadTooLarge  = errors.New("queue: payload too large")
-	ErrLeaseLost        = errors.New("queue: lease lost")
-	ErrNotFound         = errors.New("queue: not found")
-	ErrDead             = errors.New("queue: item is dead")
-	errUnexpectedScript = errors.New("queue: unexpected script reply")
+	ErrInvalidConfig = errors.New("queue: invalid config")
+	ErrInvalidName   = errors.New("queue: invalid name")
+)
+
+// Errors of the queue's calls. The queue's storage, an internal package
+// that jobs and tasks call too, makes them: they are its values, so
+// errors.Is finds them whichever package returned them.
+var (
+	ErrInvalidArgument error = qstore.ErrInvalidArgument
+	ErrEmptyPayload    error = qstore.ErrEmptyPayload
+	ErrPayloadTooLarge error = qstore.ErrPayloadTooLarge
+	ErrLeaseLost       error = qstore.ErrLeaseLost
+	ErrNotFound        error = qstore.ErrNotFound
+	ErrDead            error = qstore.ErrDead
 )
 
 // Config configures a [Queue]. The zero value is valid: every field has a
@@ -77,7 +82,7 @@ type Config struct {
 
 	// Set by this repository's tests only (internal/hooks): the retry
 	// jitter, uniform in [0, 1) and safe for concurrent use; nil is
-	// math/rand/v2.Float64. A value out of range is clamped (see backoff).
+	// math/rand/v2.Float64. A value out of range is clamped.
 	jitter func() float64
 }
 
@@ -124,30 +129,11 @@ func (c Config) validate() error {
 	return nil
 }
 
-// backoff is the delay before retry number attempt (1 for the first):
-// BackoffBase·2^(attempt-1), capped at BackoffMax, drawn from [d/2, d].
-// A jitter out of [0, 1) is clamped: NaN and negative values count as 0
-// (d/2), 1 and above as 1 (d), so a retry delay always stays within
-// [d/2, d].
-func (c Config) backoff(attempt int) time.Duration {
-	d := c.BackoffBase
-	for i := 1; i < attempt && d < c.BackoffMax; i++ {
-		d = min(d*2, c.BackoffMax) // d ≤ BackoffMax/2 here unless it is huge
-		if d < 0 {
-			d = c.BackoffMax
-		}
+// store is the storage's config: c, with its defaults applied and checked.
+func (c Config) store() qstore.Config {
+	return qstore.Config{
+		BackoffBase: c.BackoffBase, BackoffMax: c.BackoffMax, Lease: c.Lease,
+		MaxAttempts: c.MaxAttempts, MaxPayload: c.MaxPayload, Prefix: c.Prefix,
+		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: c.jitter,
 	}
-	jitter := c.jitter
-	if jitter == nil {
-		jitter = rand.Float64
-	}
-	r := jitter()
-	switch {
-	case !(r > 0): // NaN too, which once made the backoff negative
-		r = 0
-	case r > 1:
-		r = 1
-	}
-	// float64(d/2) may round up past d/2 above 2^53ns: min keeps d the cap.
-	return min(d/2+time.Duration(r*float64(d/2)), d)
 }

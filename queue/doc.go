@@ -28,9 +28,15 @@
 // attempt ([Config.MaxAttempts]). [Queue.Settle] does both for a whole
 // batch in one round trip. [Queue.Release] hands claimed items back
 // unstarted, without counting the attempt. [Queue.Wait] blocks until an
-// item's result exists. [Queue.EnqueueJoin] adds children and a final
-// item, which the last child's ack enqueues, once; a delay, an attempt
-// limit and a unique key apply to a join as to an item.
+// item's result exists.
+//
+// Chains of items (each enqueued by the ack of the one before, in the
+// same script call) and fan-outs (children, and a final item that the
+// last child's ack enqueues, once) live in the same keys and scripts;
+// package tasks is their API
+// ([github.com/worksteal/worksteal/tasks.EnqueueChain],
+// [github.com/worksteal/worksteal/tasks.EnqueueFanOut]). A plain queue
+// never meets them.
 //
 // # Maintenance
 //
@@ -91,11 +97,11 @@
 //	…:expiring  list of "expiry ms:id" of the results, in expiry order
 //	…:notify:ID list that wakes Wait, expires a minute after use
 //	…:limits    hash id → the item's own max attempts, if it has one
-//	…:unique:K  hash "id" → the item (or join) holding unique key K;
+//	…:unique:K  hash "id" → the item (or fan-out) holding unique key K;
 //	            expires with K
-//	…:chain:C   hash id, step, steps of chain C's current item (see
-//	            Queue.Chain); expires ResultRetention after its last move
-//	…:join:J    hash left, total of join J (see Queue.EnqueueJoin): its
+//	…:chain:C   hash id, step, steps of chain C's current item (package
+//	            tasks' chains); expires ResultRetention after its last move
+//	…:join:J    hash left, total of fan-out J (package tasks): its
 //	            children are J.1 … J.total, its final item J; expires
 //	            ResultRetention after its last child's ack
 //

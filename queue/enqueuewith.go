@@ -1,33 +1,10 @@
 package queue
 
 import (
-	"cmp"
 	"context"
-	_ "embed"
-	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-)
-
-var (
-	// uniqueSource holds the unique key's lock functions, prepended to
-	// the scripts that use them.
-	//go:embed unique.lua
-	uniqueSource string
-
-	//go:embed enqueuewith.lua
-	enqueueWithSource string
-	enqueueWithScript = redis.NewScript(uniqueSource + enqueueWithSource)
-)
-
-// Bounds of [EnqueueOptions]; each field's doc says its own.
-const (
-	delayMax       = 365 * 24 * time.Hour
-	maxAttemptsMax = 1000
-	uniqueMax      = 512
-	uniqueForMax   = 365 * 24 * time.Hour
+	"github.com/worksteal/worksteal/internal/qstore"
 )
 
 // EnqueueOptions are the options of [Queue.EnqueueWith]. The zero value
@@ -51,45 +28,13 @@ type EnqueueOptions struct {
 	// returns that item's id and duplicate true, and drops this payload.
 	// The key is held until its item is acked, dead-lettered or purged,
 	// or until UniqueFor has passed, whichever comes first. Keys are
-	// per queue, any bytes, 1 to 512 of them; "" means no key. A join
-	// enqueued with a key holds it too ([Queue.EnqueueJoin]).
+	// per queue, any bytes, 1 to 512 of them; "" means no key.
 	Unique string
 	// UniqueFor is the longest a unique key is held, counted by Redis's
 	// clock from the enqueue (rounded up to the ms): past it, an enqueue
 	// with the same key adds a new item even if the first is still live.
 	// Required with Unique (and an error without it); at most a year.
 	UniqueFor time.Duration
-	// Chain, when not zero, makes the item a step of a chain, whose
-	// record [Queue.Chain] reads: the first usually, and each next one is
-	// enqueued by the ack of the one before ([Then]). An empty Chain.ID
-	// names the chain after the item: its id is the chain's. The record
-	// is not written when Unique finds a duplicate.
-	Chain ChainStep
-}
-
-func (o EnqueueOptions) validate() error {
-	switch {
-	case o.Delay < 0 || o.Delay > delayMax:
-		return fmt.Errorf("%w: Delay %v is not in [0, %v]", ErrInvalidArgument, o.Delay, delayMax)
-	case o.MaxAttempts < 0 || o.MaxAttempts > maxAttemptsMax:
-		return fmt.Errorf("%w: MaxAttempts %d is not in [0, %d]", ErrInvalidArgument, o.MaxAttempts, maxAttemptsMax)
-	case len(o.Unique) > uniqueMax:
-		return fmt.Errorf("%w: Unique key of %d bytes is above %d", ErrInvalidArgument, len(o.Unique), uniqueMax)
-	case o.Unique == "" && o.UniqueFor != 0:
-		return fmt.Errorf("%w: UniqueFor %v without a Unique key", ErrInvalidArgument, o.UniqueFor)
-	case o.Unique != "" && (o.UniqueFor <= 0 || o.UniqueFor > uniqueForMax):
-		return fmt.Errorf("%w: UniqueFor %v of Unique key %.40q is not in (0, %v]", ErrInvalidArgument, o.UniqueFor, o.Unique, uniqueForMax)
-	}
-	if !o.Chain.isZero() {
-		return o.Chain.validate(true)
-	}
-	return nil
-}
-
-// ceilMillis is d in whole ms, rounded up: a delay or a lifetime is never
-// cut short.
-func ceilMillis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // EnqueueWith adds an item with options (a delay, its own attempt limit, a
@@ -102,39 +47,7 @@ func ceilMillis(d time.Duration) int64 {
 // The payload is checked as by [Queue.Enqueue]; an invalid payload or
 // option fails the call before anything is written.
 func (q *Queue) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOptions) (id string, duplicate bool, err error) {
-	if len(payload) == 0 {
-		return "", false, fmt.Errorf("%w: payload", ErrEmptyPayload)
-	}
-	if err := q.checkPayload("payload", payload); err != nil {
-		return "", false, err
-	}
-	if err := opts.validate(); err != nil {
-		return "", false, err
-	}
-	keys := q.k.enqueueWithKeys
-	if opts.Unique != "" {
-		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
-	}
-	id = newID()
-	step, steps := "", 0
-	if !opts.Chain.isZero() {
-		chain := cmp.Or(opts.Chain.ID, id)
-		keys = append(keys[:len(keys):len(keys)], q.k.chain(chain))
-		step, steps = strconv.Itoa(opts.Chain.Step), opts.Chain.Steps
-	}
-	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, encodingPin, id, payload,
-		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor),
-		step, steps, q.cfg.ResultRetention.Milliseconds()).Slice()
-	if err != nil {
-		return "", false, q.wrap("enqueue", err)
-	}
-	if len(reply) != 2 {
-		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
-	}
-	got, _ := reply[0].(string)
-	dup, _ := reply[1].(int64)
-	if got == "" {
-		return "", false, q.wrap("enqueue", fmt.Errorf("%w: no id", errUnexpectedScript))
-	}
-	return got, dup == 1, nil
+	return q.st.EnqueueWith(ctx, payload, qstore.EnqueueOptions{
+		Delay: opts.Delay, MaxAttempts: opts.MaxAttempts, Unique: opts.Unique, UniqueFor: opts.UniqueFor,
+	})
 }

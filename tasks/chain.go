@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
-// Bounds of a chain: the queue's (queue.ChainStep).
+// Bounds of a chain: the storage's (qstore.ChainStep).
 const (
-	chainIDMax    = 512
-	chainStepsMax = 1000
+	chainIDMax    = qstore.ChainIDMax
+	chainStepsMax = qstore.ChainStepsMax
 )
 
 // Step is one task of a chain ([EnqueueChain]): its type and arguments,
@@ -62,8 +63,9 @@ func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueO
 		return "", err
 	}
 	env.Chain.Unique = o.Unique
-	o.Chain = queue.ChainStep{Step: 1, Steps: len(steps)}
-	id, _, err := c.q.EnqueueWith(ctx, env.encode(), o)
+	so := storeOptions(o)
+	so.Chain = qstore.ChainStep{Step: 1, Steps: len(steps)}
+	id, _, err := c.st.EnqueueWith(ctx, env.encode(), so)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return "", fmt.Errorf("%w: enqueue chain: %w", ErrInvalidArgument, err)
 	}
@@ -106,7 +108,7 @@ func chainEnvelope(c *Client, steps []Step) (envelope, error) {
 // next is the envelope and the queue's follow-up of the step after the
 // one env is, whose item is id and whose handler returned result; nil
 // after the last step.
-func (env envelope) next(id string, result []byte) *queue.Then {
+func (env envelope) next(id string, result []byte) *qstore.FollowUp {
 	c := env.Chain
 	if c == nil || len(c.Rest) == 0 {
 		return nil
@@ -123,7 +125,7 @@ func (env envelope) next(id string, result []byte) *queue.Then {
 	next := envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &chainPart{
 		ID: chain, Unique: c.Unique, Step: c.Step + 1, Steps: c.Steps, Piped: s.Piped, Prev: result, Rest: c.Rest[1:],
 	}}
-	return &queue.Then{Payload: next.encode(), Chain: queue.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
+	return &qstore.FollowUp{Payload: next.encode(), Chain: qstore.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
 }
 
 // ChainStatus reads the progress of the chain id in one script call: its
@@ -136,8 +138,16 @@ func ChainStatus(ctx context.Context, c *Client, id string) (ChainProgress, erro
 	if c == nil {
 		return ChainProgress{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
-	ch, err := c.q.Chain(ctx, id)
-	p := ChainProgress{ID: ch.ID, Step: ch.Step, Steps: ch.Steps, Current: ch.Current, State: State(ch.State), Cause: ch.Cause, Result: ch.Result}
+	ch, err := c.st.Chain(ctx, id)
+	p := ChainProgress{ID: ch.ID, Step: ch.Step, Steps: ch.Steps, Current: ch.Current, Cause: ch.Cause, Result: ch.Result}
+	switch ch.State {
+	case qstore.ChainRunning:
+		p.State = StateRunning
+	case qstore.ChainDone:
+		p.State = StateDone
+	case qstore.ChainFailed:
+		p.State = StateFailed
+	}
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return p, fmt.Errorf("%w: chain status: %w", ErrInvalidArgument, err)
 	}

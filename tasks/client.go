@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -15,6 +16,7 @@ import (
 // because Go methods cannot have type parameters.
 type Client struct {
 	q     *queue.Queue
+	st    *qstore.Store // q's storage: chains and fan-outs
 	codec Codec
 }
 
@@ -27,7 +29,7 @@ func NewClient(q *queue.Queue, opts ...Option) (*Client, error) {
 	if err := names.Check(o.codec.Name()); err != nil {
 		return nil, fmt.Errorf("%w: codec name: %v", ErrInvalidArgument, err)
 	}
-	return &Client{q: q, codec: o.codec}, nil
+	return &Client{q: q, st: qstore.Of(q), codec: o.codec}, nil
 }
 
 // Enqueue adds a task of type typ with args to the client's queue and

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/internal/qstore"
 )
 
 // BenchmarkDispatch is the Go side of one task without Redis: the Mux's
@@ -40,7 +40,7 @@ func BenchmarkDispatch(b *testing.B) {
 			if err := c.add(m); err != nil {
 				b.Fatal(err)
 			}
-			it := queue.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: envelope{Type: "add", Codec: c.codec.Name(), Args: args}.encode()}
+			it := qstore.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: envelope{Type: "add", Codec: c.codec.Name(), Args: args}.encode()}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -116,6 +116,6 @@
 //
 // A fan-out's children cannot be chains, nor the final step a [Pipe].
 // [Enqueue], [EnqueueChain] and [EnqueueFanOut] do not say whether a
-// unique enqueue was a duplicate; [queue.Queue.EnqueueWith] and
-// [queue.Queue.EnqueueJoin] do.
+// unique enqueue was a duplicate; [queue.Queue.EnqueueWith] does, for an
+// item of one's own.
 package tasks

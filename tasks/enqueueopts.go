@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -79,4 +80,10 @@ func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error
 		o.Unique = typ + ":" + o.Unique // type names have no ':'
 	}
 	return o.EnqueueOptions, nil
+}
+
+// storeOptions are o for the queue's storage, which enqueues chains and
+// fan-outs.
+func storeOptions(o queue.EnqueueOptions) qstore.EnqueueOptions {
+	return qstore.EnqueueOptions{Delay: o.Delay, MaxAttempts: o.MaxAttempts, Unique: o.Unique, UniqueFor: o.UniqueFor}
 }

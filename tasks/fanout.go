@@ -10,19 +10,19 @@ import (
 	"sync/atomic"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
-// fanOutChildrenMax bounds a fan-out's children: the queue's join's.
-const fanOutChildrenMax = 1000
+// fanOutChildrenMax bounds a fan-out's children: the storage's join's.
+const fanOutChildrenMax = qstore.JoinChildrenMax
 
 // EnqueueFanOut adds a fan-out to the client's queue in one script call,
 // one round trip: the children, each a task that runs as any does, and
 // the final step, which runs once, after every child succeeded. Each
 // child's success counts the fan-out down in the script call that stores
-// it, and the last one enqueues the final step there (see
-// [queue.Queue.EnqueueJoin]), so the final step neither runs twice nor is
-// lost. Its handler reads the children's results with [ChildResults].
+// it, and the last one enqueues the final step there, so the final step
+// neither runs twice nor is lost. Its handler reads the children's results with [ChildResults].
 // It returns the fan-out's id, which is the final step's task id:
 // [WaitFanOut] waits for its result, [FanOutStatus] reads its progress.
 //
@@ -56,7 +56,7 @@ func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step, 
 	if len(children) == 0 || len(children) > fanOutChildrenMax {
 		return "", fmt.Errorf("%w: a fan-out of %d children, not in [1, %d]", ErrInvalidArgument, len(children), fanOutChildrenMax)
 	}
-	j := queue.NewJoin{Children: make([][]byte, len(children))}
+	j := qstore.JoinSpec{Children: make([][]byte, len(children))}
 	var err error
 	if j.Final, err = fanOutTask(c, final, "final step"); err != nil {
 		return "", err
@@ -66,13 +66,15 @@ func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step, 
 			return "", err
 		}
 	}
-	if j.Options, err = queueOptions(final.Type, opts); err != nil {
+	o, err := queueOptions(final.Type, opts)
+	if err != nil {
 		return "", err
 	}
+	j.Options = storeOptions(o)
 	if t := runningFrom(ctx); t != nil {
 		j.ID = fanOutID(t.id, t.fanOuts.Add(1))
 	}
-	id, _, err := c.q.EnqueueJoin(ctx, j)
+	id, _, err := c.st.EnqueueJoin(ctx, j)
 	if errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrEmptyPayload) {
 		return "", fmt.Errorf("%w: enqueue fan-out: %w", ErrInvalidArgument, err)
 	}
@@ -116,8 +118,16 @@ func FanOutStatus(ctx context.Context, c *Client, id string) (FanOutProgress, er
 	if c == nil {
 		return FanOutProgress{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
-	j, err := c.q.Join(ctx, id)
-	p := FanOutProgress{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, State: State(j.State), Cause: j.Cause, Result: j.Result}
+	j, err := c.st.Join(ctx, id)
+	p := FanOutProgress{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, Cause: j.Cause, Result: j.Result}
+	switch j.State {
+	case qstore.JoinRunning:
+		p.State = StateRunning
+	case qstore.JoinDone:
+		p.State = StateDone
+	case qstore.JoinFailed:
+		p.State = StateFailed
+	}
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return p, fmt.Errorf("%w: fan-out status: %w", ErrInvalidArgument, err)
 	}
@@ -166,7 +176,7 @@ func CallFanOut[R any](ctx context.Context, c *Client, children []Step, final St
 // that a task costs one allocation for both: see [runningFrom].
 type running struct {
 	context.Context
-	q       *queue.Queue
+	st      *qstore.Store // its queue's storage
 	codec   Codec
 	id      string
 	prev    []byte // a chain step's previous result
@@ -199,7 +209,7 @@ func ChildResults[R any](ctx context.Context) (results []R, ok bool, err error) 
 	if t == nil {
 		return nil, false, nil
 	}
-	raw, err := t.q.JoinResults(ctx, t.id)
+	raw, err := t.st.JoinResults(ctx, t.id)
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalidArgument) {
 		return nil, false, nil
 	}

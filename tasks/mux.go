@@ -7,7 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/worksteal/worksteal/internal/drainhook"
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -128,14 +130,15 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = "tasks." + q.Name()
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
-	return jobs.DrainThen(q, func(ctx context.Context, it queue.Item) ([]byte, *queue.Then, error) {
-		return m.run(ctx, q, it)
+	st := qstore.Of(q)
+	return drainhook.Drain(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
+		return m.run(ctx, st, it)
 	}, cfg)
 }
 
 // run is the Drain handler: one queue item, one task; a chain's step
 // returns the next step, which its ack enqueues.
-func (m *Mux) run(ctx context.Context, q *queue.Queue, it queue.Item) (_ []byte, _ *queue.Then, err error) {
+func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []byte, _ *qstore.FollowUp, err error) {
 	env, err := decodeEnvelope(it.Payload)
 	if err != nil {
 		return nil, nil, err
@@ -150,7 +153,7 @@ func (m *Mux) run(ctx context.Context, q *queue.Queue, it queue.Item) (_ []byte,
 	if h.run == nil {
 		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
 	}
-	t := &running{Context: ctx, q: q, codec: m.codec, id: it.ID}
+	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID}
 	if env.Chain != nil && env.Chain.Step > 1 {
 		t.prev, t.hasPrev = env.Chain.Prev, true
 	}

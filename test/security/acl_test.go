@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
@@ -362,17 +363,19 @@ func enqueueWithOptions(t *testing.T, ctx context.Context, rdb redis.UniversalCl
 	}
 }
 
-// joinChildren runs a join's scripts as rdb's user: EnqueueJoin, Wait of
-// the join, a child nacked to the dead letters, requeued and acked, the
-// final item enqueued by that ack, Join and JoinResults; then EnqueueJoin
-// with options, and its duplicate.
+// joinChildren runs a join's scripts (a tasks fan-out's, in the queue's
+// storage) as rdb's user: EnqueueJoin, Wait of the join, a child nacked to
+// the dead letters, requeued and acked, the final item enqueued by that
+// ack, Join and JoinResults; then EnqueueJoin with options, and its
+// duplicate.
 func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
 	t.Helper()
 	q, err := queue.New(rdb, "joins", queue.Config{MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("a"), []byte("b")}, Final: []byte("f")})
+	st := qstore.Of(q)
+	id, _, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: [][]byte{[]byte("a"), []byte("b")}, Final: []byte("f")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,20 +402,20 @@ func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) 
 			t.Fatal(err)
 		}
 	}
-	if j, err := q.Join(ctx, id); j.State != queue.JoinDone || err != nil {
+	if j, err := st.Join(ctx, id); j.State != qstore.JoinDone || err != nil {
 		t.Fatalf("Join = %+v, %v", j, err)
 	}
-	if r, err := q.JoinResults(ctx, id); len(r) != 2 || err != nil {
+	if r, err := st.JoinResults(ctx, id); len(r) != 2 || err != nil {
 		t.Fatalf("JoinResults = %q, %v", r, err)
 	}
 	// A join with every option (delayed children, limits, a unique key's
 	// lock), then its duplicate.
-	opts := queue.EnqueueOptions{Delay: time.Minute, MaxAttempts: 3, Unique: "join", UniqueFor: time.Minute}
-	first, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("a")}, Final: []byte("f"), Options: opts})
+	opts := qstore.EnqueueOptions{Delay: time.Minute, MaxAttempts: 3, Unique: "join", UniqueFor: time.Minute}
+	first, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: [][]byte{[]byte("a")}, Final: []byte("f"), Options: opts})
 	if err != nil || dup {
 		t.Fatalf("EnqueueJoin with options = %s, %v, %v", first, dup, err)
 	}
-	if again, dup, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: [][]byte{[]byte("b")}, Final: []byte("f"), Options: opts}); again != first || !dup || err != nil {
+	if again, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: [][]byte{[]byte("b")}, Final: []byte("f"), Options: opts}); again != first || !dup || err != nil {
 		t.Fatalf("EnqueueJoin under the held key = %s, %v, %v; want %s, a duplicate", again, dup, err, first)
 	}
 }

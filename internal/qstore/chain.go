@@ -1,4 +1,4 @@
-package queue
+package qstore
 
 import (
 	"context"
@@ -15,15 +15,15 @@ var (
 	chainScript = redis.NewScript(chainSource)
 )
 
-// Bounds of a [ChainStep].
+// Bounds of a [ChainStep], which package tasks checks first.
 const (
-	chainIDMax    = 512
-	chainStepsMax = 1000
+	ChainIDMax    = 512
+	ChainStepsMax = 1000
 )
 
 // ChainStep places an item in a chain of items, each enqueued by the ack
-// of the one before it ([Then]): the Step-th of Steps, in the chain
-// called ID, whose progress [Queue.Chain] reads. The zero value places
+// of the one before it ([FollowUp]): the Step-th of Steps, in the chain
+// called ID, whose progress [Store.Chain] reads. The zero value places
 // the item in no chain.
 type ChainStep struct {
 	// ID names the chain, 1 to 512 bytes; in [EnqueueOptions], "" names it
@@ -41,28 +41,28 @@ func (c ChainStep) validate(ownID bool) error {
 	switch {
 	case c.ID == "" && !ownID:
 		return fmt.Errorf("%w: chain step %d of %d has no chain id", ErrInvalidArgument, c.Step, c.Steps)
-	case len(c.ID) > chainIDMax:
-		return fmt.Errorf("%w: chain id of %d bytes is above %d", ErrInvalidArgument, len(c.ID), chainIDMax)
-	case c.Steps < 1 || c.Steps > chainStepsMax:
-		return fmt.Errorf("%w: chain %.40q of %d steps, not in [1, %d]", ErrInvalidArgument, c.ID, c.Steps, chainStepsMax)
+	case len(c.ID) > ChainIDMax:
+		return fmt.Errorf("%w: chain id of %d bytes is above %d", ErrInvalidArgument, len(c.ID), ChainIDMax)
+	case c.Steps < 1 || c.Steps > ChainStepsMax:
+		return fmt.Errorf("%w: chain %.40q of %d steps, not in [1, %d]", ErrInvalidArgument, c.ID, c.Steps, ChainStepsMax)
 	case c.Step < 1 || c.Step > c.Steps:
 		return fmt.Errorf("%w: chain %.40q step %d is not in [1, %d]", ErrInvalidArgument, c.ID, c.Step, c.Steps)
 	}
 	return nil
 }
 
-// Then is the item that an ack enqueues in the same script call
-// ([Settlement.Then]): the ack and the enqueue happen together or not at
-// all, and only once, so a follow-up is never lost and never added twice.
-// The new item inherits the acked item's own attempt limit
+// FollowUp is the item that an ack enqueues in the same script call
+// ([Settlement.FollowUp]): the ack and the enqueue happen together or not
+// at all, and only once, so a follow-up is never lost and never added
+// twice. The new item inherits the acked item's own attempt limit
 // ([EnqueueOptions.MaxAttempts]), if it has one.
-type Then struct {
+type FollowUp struct {
 	// Payload of the new item: not empty; one larger than
 	// Config.MaxPayload turns the ack into a nack with
 	// [ErrPayloadTooLarge] as the cause.
 	Payload []byte
 	// Chain, when not zero, moves the chain's progress on to the new item
-	// (see [Queue.Chain]); its ID is required.
+	// (see [Store.Chain]); its ID is required.
 	Chain ChainStep
 	// Unique, when not empty, is a unique key ([EnqueueOptions.Unique])
 	// that the ack hands on to the new item if the acked item holds it,
@@ -82,7 +82,7 @@ const (
 	ChainDone
 	// ChainFailed: its current step is in the dead letters (Chain.Cause
 	// says why), or was acked without a follow-up before the last step.
-	// [Queue.RequeueDead] of that step makes the chain run on.
+	// [Store.RequeueDead] of that step makes the chain run on.
 	ChainFailed
 )
 
@@ -98,7 +98,7 @@ func (s ChainState) String() string {
 	return "ChainState(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Chain is the progress of a chain, read by [Queue.Chain].
+// Chain is the progress of a chain, read by [Store.Chain].
 type Chain struct {
 	ID      string
 	Step    int    // the current step, 1 to Steps; Steps once done
@@ -115,9 +115,9 @@ type Chain struct {
 // longer than that (delayed, or retried) leaves it unreadable, though it
 // runs on. It returns ErrNotFound for an unknown chain, and one whose
 // current step is gone (purged, or its result past the retention).
-func (q *Queue) Chain(ctx context.Context, id string) (Chain, error) {
-	if id == "" || len(id) > chainIDMax {
-		return Chain{}, fmt.Errorf("%w: chain id of %d bytes, not in [1, %d]", ErrInvalidArgument, len(id), chainIDMax)
+func (q *Store) Chain(ctx context.Context, id string) (Chain, error) {
+	if id == "" || len(id) > ChainIDMax {
+		return Chain{}, fmt.Errorf("%w: chain id of %d bytes, not in [1, %d]", ErrInvalidArgument, len(id), ChainIDMax)
 	}
 	keys := []string{q.k.chain(id), q.k.results, q.k.values, q.k.dead, q.k.causes}
 	reply, err := chainScript.Run(ctx, q.rdb, keys).Slice()

@@ -1,4 +1,4 @@
-package queue
+package qstore
 
 import (
 	"context"
@@ -25,17 +25,18 @@ var (
 	joinResultsScript = redis.NewScript(joinResultsSource)
 )
 
-// Bounds of a join ([NewJoin]).
+// Bounds of a join ([JoinSpec]); package tasks checks JoinChildrenMax
+// first.
 const (
-	joinChildrenMax = 1000
+	JoinChildrenMax = 1000
 	joinIDMax       = 64
 	// joinBytesMax bounds the payloads of one join, all sent in one call.
 	joinBytesMax = 16 << 20
 )
 
-// NewJoin is a join for [Queue.EnqueueJoin]: children that run as any
+// JoinSpec is a join for [Store.EnqueueJoin]: children that run as any
 // items do, and a final item that runs once, after every child is acked.
-type NewJoin struct {
+type JoinSpec struct {
 	// ID names the join, and is its final item's id: "" makes a new one;
 	// otherwise 1 to 64 bytes of [A-Za-z0-9_-]. A join id already used
 	// (while its record lives) makes EnqueueJoin add nothing, so a
@@ -50,7 +51,7 @@ type NewJoin struct {
 	// Delay holds the children back (the final item waits for them in any
 	// case), MaxAttempts is every child's and the final item's own limit,
 	// and Unique makes the join unique under its key (see
-	// [Queue.EnqueueJoin]). A join is no chain step: a Chain that is not
+	// [Store.EnqueueJoin]). A join is no chain step: a Chain that is not
 	// zero is an error.
 	Options EnqueueOptions
 }
@@ -66,7 +67,7 @@ const (
 	// JoinDone: the final item was acked; Join.Result is its result.
 	JoinDone
 	// JoinFailed: a child, or the final item, is in the dead letters
-	// (Join.Cause says why). [Queue.RequeueDead] of it makes the join run
+	// (Join.Cause says why). [Store.RequeueDead] of it makes the join run
 	// on.
 	JoinFailed
 )
@@ -83,7 +84,7 @@ func (s JoinState) String() string {
 	return "JoinState(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Join is the progress of a join, read by [Queue.Join].
+// Join is the progress of a join, read by [Store.Join].
 type Join struct {
 	ID       string // the join's, and its final item's, id
 	Children int    // how many children it has
@@ -96,14 +97,14 @@ type Join struct {
 	Result    []byte // the final item's result (JoinDone)
 }
 
-func (j NewJoin) validate() error {
+func (j JoinSpec) validate() error {
 	switch {
 	case len(j.ID) > joinIDMax || strings.ContainsFunc(j.ID, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
 	}):
 		return fmt.Errorf("%w: join id %.80q is not 1 to %d bytes of [A-Za-z0-9_-]", ErrInvalidArgument, j.ID, joinIDMax)
-	case len(j.Children) == 0 || len(j.Children) > joinChildrenMax:
-		return fmt.Errorf("%w: a join of %d children, not in [1, %d]", ErrInvalidArgument, len(j.Children), joinChildrenMax)
+	case len(j.Children) == 0 || len(j.Children) > JoinChildrenMax:
+		return fmt.Errorf("%w: a join of %d children, not in [1, %d]", ErrInvalidArgument, len(j.Children), JoinChildrenMax)
 	case len(j.Final) == 0:
 		return fmt.Errorf("%w: join's final payload", ErrEmptyPayload)
 	case !j.Options.Chain.isZero():
@@ -114,23 +115,23 @@ func (j NewJoin) validate() error {
 
 // EnqueueJoin adds a join in one script call, so one round trip, atomic:
 // its children, pending at once, and its final item, which the ack of
-// the last child enqueues ([Queue.Settle]) in the same script call, so
+// the last child enqueues ([Store.Settle]) in the same script call, so
 // exactly once: each child's ack counts down the join's record, and an
 // ack that changes nothing (resent, or of a claim no longer current)
 // counts nothing. It returns the join's id, which is the final item's:
-// [Queue.Wait] of it returns the final item's result, and [Queue.Join]
+// [Store.Wait] of it returns the final item's result, and [Store.Join]
 // reads the join's progress. The final item's value is stored at once, so
-// that Wait and [Queue.Value] find it before it runs.
+// that Wait and [Store.Value] find it before it runs.
 //
 // A child that dies (dead-lettered by a Nack at its last attempt, or as
 // an expired lease by a claim or Tidy) fails the join: the final item does not run, and Wait of the join
 // returns an error wrapping [ErrDead] with the child's cause, as a
-// Call of a task whose work failed would. [Queue.RequeueDead] of that
-// child makes the join run on; [Queue.PurgeDead] of it gives the join up
+// Call of a task whose work failed would. [Store.RequeueDead] of that
+// child makes the join run on; [Store.PurgeDead] of it gives the join up
 // for good (its record, its final value and its final item's limit stay,
 // one small key and a field or two, until Redis is told otherwise).
 //
-// NewJoin.Options apply as [Queue.EnqueueWith] applies them to an item:
+// JoinSpec.Options apply as [Store.EnqueueWith] applies them to an item:
 // with Delay, the children wait among the delayed items, due Delay after
 // the enqueue by Redis's clock, until a claim promotes them; MaxAttempts
 // is the attempt limit of every child and of the final item, through
@@ -142,10 +143,10 @@ func (j NewJoin) validate() error {
 // by a dead child holds it until UniqueFor, as its final item is still
 // live, waiting for the child.
 //
-// Payloads are checked first, as by [Queue.EnqueueBatch], and together
+// Payloads are checked first, as by [Store.EnqueueBatch], and together
 // are at most 16 MiB: invalid input or options fail the call before
 // anything is written.
-func (q *Queue) EnqueueJoin(ctx context.Context, j NewJoin) (id string, duplicate bool, err error) {
+func (q *Store) EnqueueJoin(ctx context.Context, j JoinSpec) (id string, duplicate bool, err error) {
 	if err := j.validate(); err != nil {
 		return "", false, err
 	}
@@ -200,7 +201,7 @@ func (q *Queue) EnqueueJoin(ctx context.Context, j NewJoin) (id string, duplicat
 // for Config.ResultRetention. It returns ErrNotFound for an unknown join,
 // and one whose final item is gone (purged, or its result past the
 // retention).
-func (q *Queue) Join(ctx context.Context, id string) (Join, error) {
+func (q *Store) Join(ctx context.Context, id string) (Join, error) {
 	if err := checkJoinID(id); err != nil {
 		return Join{}, err
 	}
@@ -245,7 +246,7 @@ func (q *Queue) Join(ctx context.Context, id string) (Join, error) {
 // result is past Config.ResultRetention. The final item's worker calls
 // it to gather what its children returned. It returns ErrNotFound for an
 // unknown join.
-func (q *Queue) JoinResults(ctx context.Context, id string) ([][]byte, error) {
+func (q *Store) JoinResults(ctx context.Context, id string) ([][]byte, error) {
 	if err := checkJoinID(id); err != nil {
 		return nil, err
 	}

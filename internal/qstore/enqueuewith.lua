@@ -4,8 +4,8 @@
 -- KEYS[4]: delayed (zset)   KEYS[5]: limits (hash)   KEYS[6]: dead (zset)
 -- KEYS[7]: the unique key's lock (see unique.lua), with a unique key only
 -- KEYS[#KEYS]: the chain's record (a hash: id, step, steps; see
--- Queue.Chain), with a chain step only
--- ARGV[1]: the encoding pin (see encodingPin in queue.go), the field "" of
+-- Store.Chain), with a chain step only
+-- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
 -- values, ready and limits
 -- ARGV[2]: id   ARGV[3]: payload
 -- ARGV[4]: delay in ms (0: pending at once)

@@ -1,4 +1,4 @@
-package queue_test
+package qstore_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -20,7 +21,7 @@ func payloads(prefix string, n int) [][]byte {
 	return out
 }
 
-func wantJoin(t *testing.T, q *queue.Queue, id string, state queue.JoinState, done, children int) queue.Join {
+func wantJoin(t *testing.T, q *qstore.Store, id string, state qstore.JoinState, done, children int) qstore.Join {
 	t.Helper()
 	j, err := q.Join(context.Background(), id)
 	if err != nil || j.ID != id || j.State != state || j.Done != done || j.Children != children {
@@ -39,12 +40,12 @@ func TestJoinRunsTheFinalItemOnceAfterItsChildren(t *testing.T) {
 			t.Parallel()
 			b := setup(t, queue.Config{})
 			ctx := testContext(t)
-			id, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", n), Final: []byte("final")})
+			id, _, err := b.q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", n), Final: []byte("final")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantCounts(t, b.q, queue.Depth{Pending: int64(n)})
-			wantJoin(t, b.q, id, queue.JoinRunning, 0, n)
+			wantCounts(t, b.q, qstore.Depth{Pending: int64(n)})
+			wantJoin(t, b.q, id, qstore.JoinRunning, 0, n)
 			if v, err := b.q.Value(ctx, id); string(v) != "final" || err != nil {
 				t.Fatalf("Value of the final item = %q, %v", v, err)
 			}
@@ -58,12 +59,12 @@ func TestJoinRunsTheFinalItemOnceAfterItsChildren(t *testing.T) {
 			}()
 
 			items := mustClaim(t, b.q, n, n)
-			var last queue.Settlement
+			var last qstore.Settlement
 			for i, it := range items {
 				if it.ID != fmt.Sprintf("%s.%d", id, i+1) || string(it.Payload) != fmt.Sprintf("c%d", i+1) {
 					t.Fatalf("child %d is %s %q", i+1, it.ID, it.Payload)
 				}
-				o := queue.Settlement{Item: it, Result: fmt.Appendf(nil, "r%d", i+1)}
+				o := qstore.Settlement{Item: it, Result: fmt.Appendf(nil, "r%d", i+1)}
 				if i == n-1 {
 					last = o
 					break
@@ -74,21 +75,21 @@ func TestJoinRunsTheFinalItemOnceAfterItsChildren(t *testing.T) {
 					}
 				}
 			}
-			wantCounts(t, b.q, queue.Depth{Leased: 1})
-			wantJoin(t, b.q, id, queue.JoinRunning, n-1, n)
+			wantCounts(t, b.q, qstore.Depth{Leased: 1})
+			wantJoin(t, b.q, id, qstore.JoinRunning, n-1, n)
 			stale := last
 			stale.Item.Token = "9-9"
 			if s, err := b.q.Settle(ctx, stale); err != nil || len(s.Lost) != 1 {
 				t.Fatalf("Settle of a stale claim = %+v, %v; want lost", s, err)
 			}
-			wantCounts(t, b.q, queue.Depth{Leased: 1})
+			wantCounts(t, b.q, qstore.Depth{Leased: 1})
 			for range 2 {
 				if s, err := b.q.Settle(ctx, last); err != nil || s.Acked != 1 {
 					t.Fatalf("last Settle = %+v, %v", s, err)
 				}
 			}
-			wantCounts(t, b.q, queue.Depth{Pending: 1})
-			wantJoin(t, b.q, id, queue.JoinRunning, n, n)
+			wantCounts(t, b.q, qstore.Depth{Pending: 1})
+			wantJoin(t, b.q, id, qstore.JoinRunning, n, n)
 
 			final := claimOne(t, b.q)
 			if final.ID != id || string(final.Payload) != "final" {
@@ -109,10 +110,10 @@ func TestJoinRunsTheFinalItemOnceAfterItsChildren(t *testing.T) {
 			if err := <-waited; err != nil {
 				t.Fatalf("Wait of the join: %v", err)
 			}
-			if j := wantJoin(t, b.q, id, queue.JoinDone, n, n); string(j.Result) != "F" {
+			if j := wantJoin(t, b.q, id, qstore.JoinDone, n, n); string(j.Result) != "F" {
 				t.Fatalf("Join result %q", j.Result)
 			}
-			wantCounts(t, b.q, queue.Depth{})
+			wantCounts(t, b.q, qstore.Depth{})
 		})
 	}
 }
@@ -126,7 +127,7 @@ func TestJoinConcurrentAcksEnqueueTheFinalItemOnce(t *testing.T) {
 	const joins, children = 5, 100
 	ids := make(map[string]bool)
 	for range joins {
-		id, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("final")})
+		id, _, err := b.q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", children), Final: []byte("final")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func TestJoinConcurrentAcksEnqueueTheFinalItemOnce(t *testing.T) {
 				if len(items) == 0 {
 					return
 				}
-				out := make([]queue.Settlement, len(items))
+				out := make([]qstore.Settlement, len(items))
 				for i, it := range items {
 					if ids[it.ID] {
 						// A final item is pending only once its children are all acked.
@@ -161,7 +162,7 @@ func TestJoinConcurrentAcksEnqueueTheFinalItemOnce(t *testing.T) {
 						finals[it.ID]++
 						mu.Unlock()
 					}
-					out[i] = queue.Settlement{Item: it, Result: []byte("r")}
+					out[i] = qstore.Settlement{Item: it, Result: []byte("r")}
 				}
 				if s, err := b.q.Settle(ctx, out...); err != nil || s.Acked != len(out) {
 					errs <- fmt.Errorf("settle: %+v, %v", s, err)
@@ -175,12 +176,12 @@ func TestJoinConcurrentAcksEnqueueTheFinalItemOnce(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	wantCounts(t, b.q, queue.Depth{})
+	wantCounts(t, b.q, qstore.Depth{})
 	for id := range ids {
 		if finals[id] != 1 {
 			t.Errorf("final item %s ran %d times, want once", id, finals[id])
 		}
-		wantJoin(t, b.q, id, queue.JoinDone, children, children)
+		wantJoin(t, b.q, id, qstore.JoinDone, children, children)
 	}
 }
 
@@ -191,37 +192,37 @@ func TestJoinDeadChildFailsTheJoin(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{MaxAttempts: 1})
 	ctx := testContext(t)
-	id, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 3), Final: []byte("final")})
+	id, _, err := b.q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", 3), Final: []byte("final")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	items := mustClaim(t, b.q, 3, 3)
 	waited := make(chan error, 1)
 	go func() { _, err := b.q.Wait(ctx, id); waited <- err }()
-	if _, err := b.q.Settle(ctx, queue.Settlement{Item: items[0]}, queue.Settlement{Item: items[2]}); err != nil {
+	if _, err := b.q.Settle(ctx, qstore.Settlement{Item: items[0]}, qstore.Settlement{Item: items[2]}); err != nil {
 		t.Fatal(err)
 	}
 	// The waiter is blocked on the final item's wake-up list (or about to
 	// be): the nack to the dead letters wakes it, well within WaitBlock.
 	start := time.Now()
-	if s, err := b.q.Settle(ctx, queue.Settlement{Item: items[1], Err: errors.New("child broke")}); err != nil || s.Dead != 1 {
+	if s, err := b.q.Settle(ctx, qstore.Settlement{Item: items[1], Err: errors.New("child broke")}); err != nil || s.Dead != 1 {
 		t.Fatalf("Settle = %+v, %v", s, err)
 	}
 	err = <-waited
-	if !errors.Is(err, queue.ErrDead) || !strings.Contains(err.Error(), "child broke") || !strings.Contains(err.Error(), id+".2") {
+	if !errors.Is(err, qstore.ErrDead) || !strings.Contains(err.Error(), "child broke") || !strings.Contains(err.Error(), id+".2") {
 		t.Fatalf("Wait of the join = %v, want ErrDead with the child's cause", err)
 	}
 	t.Logf("the waiter returned %v after the nack", time.Since(start))
-	j := wantJoin(t, b.q, id, queue.JoinFailed, 2, 3)
+	j := wantJoin(t, b.q, id, qstore.JoinFailed, 2, 3)
 	if j.Dead != 1 || j.DeadChild != id+".2" || !strings.Contains(j.Cause, "child broke") {
 		t.Fatalf("Join = %+v", j)
 	}
-	wantCounts(t, b.q, queue.Depth{Dead: 1})
+	wantCounts(t, b.q, qstore.Depth{Dead: 1})
 
 	if n, err := b.q.RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v", n, err)
 	}
-	wantJoin(t, b.q, id, queue.JoinRunning, 2, 3)
+	wantJoin(t, b.q, id, qstore.JoinRunning, 2, 3)
 	if err := b.q.Ack(ctx, claimOne(t, b.q), []byte("r2")); err != nil {
 		t.Fatal(err)
 	}
@@ -245,34 +246,34 @@ func TestEnqueueJoinInvalid(t *testing.T) {
 	one := [][]byte{[]byte("c")}
 	for _, c := range []struct {
 		name string
-		j    queue.NewJoin
+		j    qstore.JoinSpec
 		want error
 		text string
 	}{
-		{"no children", queue.NewJoin{Final: []byte("f")}, queue.ErrInvalidArgument, "0 children"},
-		{"too many", queue.NewJoin{Children: payloads("c", 1001), Final: []byte("f")}, queue.ErrInvalidArgument, "1001 children"},
-		{"no final", queue.NewJoin{Children: one}, queue.ErrEmptyPayload, "final"},
-		{"empty child", queue.NewJoin{Children: [][]byte{[]byte("a"), nil}, Final: []byte("f")}, queue.ErrEmptyPayload, "child 2"},
-		{"large child", queue.NewJoin{Children: [][]byte{make([]byte, 1025)}, Final: []byte("f")}, queue.ErrPayloadTooLarge, "child 1"},
-		{"large final", queue.NewJoin{Children: one, Final: make([]byte, 1025)}, queue.ErrPayloadTooLarge, "final"},
-		{"id with a dot", queue.NewJoin{ID: "a.b", Children: one, Final: []byte("f")}, queue.ErrInvalidArgument, "join id"},
-		{"long id", queue.NewJoin{ID: strings.Repeat("a", 65), Children: one, Final: []byte("f")}, queue.ErrInvalidArgument, "join id"},
+		{"no children", qstore.JoinSpec{Final: []byte("f")}, qstore.ErrInvalidArgument, "0 children"},
+		{"too many", qstore.JoinSpec{Children: payloads("c", 1001), Final: []byte("f")}, qstore.ErrInvalidArgument, "1001 children"},
+		{"no final", qstore.JoinSpec{Children: one}, qstore.ErrEmptyPayload, "final"},
+		{"empty child", qstore.JoinSpec{Children: [][]byte{[]byte("a"), nil}, Final: []byte("f")}, qstore.ErrEmptyPayload, "child 2"},
+		{"large child", qstore.JoinSpec{Children: [][]byte{make([]byte, 1025)}, Final: []byte("f")}, qstore.ErrPayloadTooLarge, "child 1"},
+		{"large final", qstore.JoinSpec{Children: one, Final: make([]byte, 1025)}, qstore.ErrPayloadTooLarge, "final"},
+		{"id with a dot", qstore.JoinSpec{ID: "a.b", Children: one, Final: []byte("f")}, qstore.ErrInvalidArgument, "join id"},
+		{"long id", qstore.JoinSpec{ID: strings.Repeat("a", 65), Children: one, Final: []byte("f")}, qstore.ErrInvalidArgument, "join id"},
 	} {
 		id, dup, err := b.q.EnqueueJoin(ctx, c.j)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) || id != "" || dup {
 			t.Errorf("%s: EnqueueJoin = %q, %v, %v; want %v naming %q", c.name, id, dup, err, c.want, c.text)
 		}
 	}
-	wantCounts(t, b.q, queue.Depth{})
+	wantCounts(t, b.q, qstore.Depth{})
 	for _, id := range []string{"", "a.b", strings.Repeat("a", 65)} {
-		if _, err := b.q.Join(ctx, id); !errors.Is(err, queue.ErrInvalidArgument) {
+		if _, err := b.q.Join(ctx, id); !errors.Is(err, qstore.ErrInvalidArgument) {
 			t.Errorf("Join(%q) = %v, want ErrInvalidArgument", id, err)
 		}
 	}
-	if _, err := b.q.Join(ctx, "nosuchjoin"); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := b.q.Join(ctx, "nosuchjoin"); !errors.Is(err, qstore.ErrNotFound) {
 		t.Errorf("Join of an unknown join = %v, want ErrNotFound", err)
 	}
-	if _, err := b.q.JoinResults(ctx, "nosuchjoin"); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := b.q.JoinResults(ctx, "nosuchjoin"); !errors.Is(err, qstore.ErrNotFound) {
 		t.Errorf("JoinResults of an unknown join = %v, want ErrNotFound", err)
 	}
 }
@@ -283,12 +284,12 @@ func TestEnqueueJoinWithAnIDIsOnce(t *testing.T) {
 	b := setup(t, queue.Config{})
 	ctx := testContext(t)
 	for range 2 {
-		id, dup, err := b.q.EnqueueJoin(ctx, queue.NewJoin{ID: "parent-1", Children: payloads("c", 2), Final: []byte("f")})
+		id, dup, err := b.q.EnqueueJoin(ctx, qstore.JoinSpec{ID: "parent-1", Children: payloads("c", 2), Final: []byte("f")})
 		if err != nil || id != "parent-1" || dup {
 			t.Fatalf("EnqueueJoin = %q, %v, %v; want parent-1, no duplicate", id, dup, err)
 		}
 	}
-	wantCounts(t, b.q, queue.Depth{Pending: 2})
+	wantCounts(t, b.q, qstore.Depth{Pending: 2})
 }
 
 // Enqueueing a join is one round trip; settling a batch of children of
@@ -298,7 +299,7 @@ func TestJoinRoundTrips(t *testing.T) {
 	b, rt := setupCounted(t, queue.Config{})
 	q := b.q
 	ctx := testContext(t)
-	if _, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
+	if _, _, err := q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
 		t.Fatal(err)
 	}
 	if err := q.Ack(ctx, claimOne(t, q), nil); err != nil { // loads settle's
@@ -308,17 +309,17 @@ func TestJoinRoundTrips(t *testing.T) {
 	const joins, children = 10, 100
 	before := rt.Load()
 	for range joins {
-		if _, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", children), Final: []byte("f")}); err != nil {
+		if _, _, err := q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", children), Final: []byte("f")}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := rt.Load() - before; got != joins {
 		t.Errorf("%d EnqueueJoin of %d children: %d round trips, want %d", joins, children, got, joins)
 	}
-	items := mustClaim(t, q, queue.BatchMax, joins*children)
-	out := make([]queue.Settlement, len(items))
+	items := mustClaim(t, q, qstore.BatchMax, joins*children)
+	out := make([]qstore.Settlement, len(items))
 	for i, it := range items {
-		out[i] = queue.Settlement{Item: it, Result: []byte("r")}
+		out[i] = qstore.Settlement{Item: it, Result: []byte("r")}
 	}
 	before = rt.Load()
 	if s, err := q.Settle(ctx, out...); err != nil || s.Acked != len(out) {
@@ -327,5 +328,5 @@ func TestJoinRoundTrips(t *testing.T) {
 	if got := rt.Load() - before; got != 1 {
 		t.Errorf("Settle of %d children: %d round trips, want 1", len(out), got)
 	}
-	wantCounts(t, q, queue.Depth{Pending: joins, Leased: 1})
+	wantCounts(t, q, qstore.Depth{Pending: joins, Leased: 1})
 }

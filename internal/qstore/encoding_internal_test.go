@@ -1,4 +1,4 @@
-package queue
+package qstore
 
 import (
 	"context"
@@ -17,10 +17,7 @@ func TestBatchKeysLeaveListpackEncoding(t *testing.T) {
 		t.Fatalf("encodingPin has %d bytes, want more than Redis's default listpack bound of 64", len(encodingPin))
 	}
 	rdb := redistest.Start(t).Client(t)
-	q, err := New(rdb, "enc", Config{Prefix: "t-enc"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testStore(rdb, "enc", Config{Prefix: "t-enc"})
 	ctx := context.Background()
 	if _, err := q.EnqueueBatch(ctx, [][]byte{[]byte("a"), []byte("b")}); err != nil {
 		t.Fatal(err)

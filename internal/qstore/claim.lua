@@ -5,7 +5,7 @@
 -- KEYS[7]: dead (zset)       KEYS[8]: causes (hash)    KEYS[9]: limits (hash)
 -- KEYS[10]: ready (hash)     KEYS[11]: results (hash)  KEYS[12]: expiring (list)
 -- ARGV[1]: n, at most BatchMax   ARGV[2]: lease length in ms
--- ARGV[3]: the encoding pin (see encodingPin in queue.go): the member of
+-- ARGV[3]: the encoding pin (see encodingPin in store.go): the member of
 -- leases scored +inf, the field "" of attempts
 -- ARGV[4]: max attempts, for expired leases without a limit of their own
 -- Returns {deadline ms, promoted, recovered, "-number" of this claim,

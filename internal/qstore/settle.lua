@@ -10,7 +10,7 @@
 -- the join's record and the wake-up list of its final item JOIN.
 -- ARGV[1]: result retention ms   ARGV[2]: wake-up list ttl ms
 -- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
--- queue.go), the field "" of results
+-- store.go), the field "" of results
 -- then per item, a group of 5: id, claim token, its kind ('a' an ack, 'n'
 -- a nack, 't' an ack with a follow-up), "token:result" (ack) or the cause
 -- (nack), the retry backoff in ms (nack; an ack ignores it). An item of
@@ -18,7 +18,7 @@
 -- its payload, the index in KEYS of the chain record the ack moves on (0:
 -- none; chain records and unique keys' locks come after the wake-up
 -- lists), the step and the steps of the chain the new item is (see
--- Queue.Chain), and the index in KEYS of the unique key's lock that the
+-- Store.Chain), and the index in KEYS of the unique key's lock that the
 -- ack hands on to it if the acked item holds it (0: none).
 -- The kind alone tells an ack from a nack: a nack's backoff that is not a
 -- finite number >= 0 counts as 0 (retry at once). Any other kind, or

@@ -1,4 +1,4 @@
-package queue
+package qstore
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestBackoffClampsTheJitter(t *testing.T) {
 		{BackoffBase: time.Millisecond, BackoffMax: math.MaxInt64},
 	} {
 		for _, jitter := range badJitters {
-			cfg.jitter = func() float64 { return jitter }
+			cfg.Jitter = func() float64 { return jitter }
 			for attempt := 1; attempt <= 70; attempt++ {
 				d := cfg.BackoffBase
 				for i := 1; i < attempt && d < cfg.BackoffMax; i++ {
@@ -55,10 +55,7 @@ func TestBackoffClampsTheJitter(t *testing.T) {
 func TestSettleScriptKinds(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	q, err := New(rdb, "kinds", Config{Prefix: redistest.Prefix(t), MaxAttempts: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testStore(rdb, "kinds", Config{Prefix: redistest.Prefix(t), MaxAttempts: 5})
 	ctx := context.Background()
 	backoffs := []string{"-1", "-0", "nan", "-nan", "inf", "-inf", "1e400", "", "soon", "-9223372036854775808"}
 	payloads := make([][]byte, len(backoffs)+1)

@@ -6,7 +6,7 @@
 -- KEYS[5]: delayed (zset)   KEYS[6]: limits (hash)   KEYS[7]: dead (zset)
 -- KEYS[8]: the unique key's lock (see unique.lua), with a unique key
 -- only
--- ARGV[1]: the encoding pin (see encodingPin in queue.go), the field "" of
+-- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
 -- values, ready and limits
 -- ARGV[2]: the join's id, which is its final item's   ARGV[3]: the final
 -- item's payload

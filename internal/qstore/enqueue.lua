@@ -2,7 +2,7 @@
 -- that already has a value is left alone, so a resent call adds nothing
 -- twice.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: ready (hash)
--- ARGV[1]: the encoding pin (see encodingPin in queue.go), stored as the
+-- ARGV[1]: the encoding pin (see encodingPin in store.go), stored as the
 -- field "" of values and ready
 -- then ARGV: id, payload, id, payload, ... (at most BatchMax pairs)
 -- Returns the number of items added.

@@ -1,4 +1,4 @@
-package queue_test
+package qstore_test
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
-func mustEnqueueJoin(t testing.TB, q *queue.Queue, j queue.NewJoin, wantDuplicate bool) string {
+func mustEnqueueJoin(t testing.TB, q *qstore.Store, j qstore.JoinSpec, wantDuplicate bool) string {
 	t.Helper()
 	id, dup, err := q.EnqueueJoin(context.Background(), j)
 	if err != nil || id == "" || dup != wantDuplicate {
@@ -22,9 +23,9 @@ func mustEnqueueJoin(t testing.TB, q *queue.Queue, j queue.NewJoin, wantDuplicat
 }
 
 // nackOnce nacks a claimed item and says whether that dead-lettered it.
-func nackOnce(t *testing.T, q *queue.Queue, it queue.Item) bool {
+func nackOnce(t *testing.T, q *qstore.Store, it qstore.Item) bool {
 	t.Helper()
-	s, err := q.Settle(testContext(t), queue.Settlement{Item: it, Err: errors.New("no")})
+	s, err := q.Settle(testContext(t), qstore.Settlement{Item: it, Err: errors.New("no")})
 	if err != nil || s.Dead+s.Retried != 1 {
 		t.Fatalf("Nack of %s = %+v, %v", it.ID, s, err)
 	}
@@ -39,8 +40,8 @@ func TestJoinMaxAttempts(t *testing.T) {
 	b := setup(t, queue.Config{MaxAttempts: 5, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	ctx := testContext(t)
 	limits := tagOf(b.q) + ":limits"
-	id := mustEnqueueJoin(t, b.q, queue.NewJoin{Children: payloads("c", 3), Final: []byte("f"), Options: queue.EnqueueOptions{MaxAttempts: 2}}, false)
-	plain := mustEnqueueJoin(t, b.q, queue.NewJoin{Children: payloads("p", 1), Final: []byte("pf")}, false)
+	id := mustEnqueueJoin(t, b.q, qstore.JoinSpec{Children: payloads("c", 3), Final: []byte("f"), Options: qstore.EnqueueOptions{MaxAttempts: 2}}, false)
+	plain := mustEnqueueJoin(t, b.q, qstore.JoinSpec{Children: payloads("p", 1), Final: []byte("pf")}, false)
 	if n := itemFields(t, b.rdb, limits); n != 4 {
 		t.Fatalf("limits hold %d items, want 4 (3 children and the final item)", n)
 	}
@@ -54,7 +55,7 @@ func TestJoinMaxAttempts(t *testing.T) {
 			t.Errorf("claimed %s with MaxAttempts %d, want %d", it.ID, it.MaxAttempts, want)
 		}
 	}
-	byID := map[string]queue.Item{}
+	byID := map[string]qstore.Item{}
 	for _, it := range items {
 		byID[it.ID] = it
 	}
@@ -78,7 +79,7 @@ func TestJoinMaxAttempts(t *testing.T) {
 	} else if !nackOnce(t, b.q, it) {
 		t.Fatal("child 2 survived its join's last attempt")
 	}
-	wantJoin(t, b.q, id, queue.JoinFailed, 2, 3)
+	wantJoin(t, b.q, id, qstore.JoinFailed, 2, 3)
 
 	// Requeued, it keeps the limit; its ack enqueues the final item, which
 	// has the join's limit too.
@@ -103,10 +104,10 @@ func TestJoinMaxAttempts(t *testing.T) {
 			promoteDue(t, b, id)
 		}
 	}
-	if _, err := b.q.Wait(ctx, id); !errors.Is(err, queue.ErrDead) {
+	if _, err := b.q.Wait(ctx, id); !errors.Is(err, qstore.ErrDead) {
 		t.Fatalf("Wait of the join = %v, want ErrDead", err)
 	}
-	wantCounts(t, b.q, queue.Depth{Dead: 1})
+	wantCounts(t, b.q, qstore.Depth{Dead: 1})
 	if n := itemFields(t, b.rdb, limits); n != 1 {
 		t.Fatalf("limits hold %d items, want 1 (the dead final item's)", n)
 	}
@@ -122,7 +123,7 @@ func TestJoinDelay(t *testing.T) {
 	ctx := testContext(t)
 	const delay = time.Second
 	before := redisNow(t, b.rdb)
-	id := mustEnqueueJoin(t, b.q, queue.NewJoin{Children: payloads("c", 3), Final: []byte("f"), Options: queue.EnqueueOptions{Delay: delay}}, false)
+	id := mustEnqueueJoin(t, b.q, qstore.JoinSpec{Children: payloads("c", 3), Final: []byte("f"), Options: qstore.EnqueueOptions{Delay: delay}}, false)
 	after := redisNow(t, b.rdb)
 	due := dueOf(t, b, id+".1")
 	// Redis's TIME has µs, the due time ms: 1ms either side.
@@ -138,7 +139,7 @@ func TestJoinDelay(t *testing.T) {
 	if d := mustDepth(t, b.q); d.Pending != 0 || d.Leased != 0 || d.Delayed != 3 {
 		t.Fatalf("Depth = %+v, want 3 delayed, nothing pending", d)
 	}
-	wantJoin(t, b.q, id, queue.JoinRunning, 0, 3)
+	wantJoin(t, b.q, id, qstore.JoinRunning, 0, 3)
 	mustClaim(t, b.q, 10, 0)
 	n, err := b.q.Promote(ctx, 10)
 	if err != nil {
@@ -165,7 +166,7 @@ func TestJoinDelay(t *testing.T) {
 	if err := b.q.Ack(ctx, items[1], []byte("r2")); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, b.q, queue.Depth{Leased: 1}) // the final item waits for child 3
+	wantCounts(t, b.q, qstore.Depth{Leased: 1}) // the final item waits for child 3
 	if err := b.q.Ack(ctx, items[2], []byte("r3")); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestJoinDelay(t *testing.T) {
 	if r, err := b.q.Wait(ctx, id); string(r) != "F" || err != nil {
 		t.Fatalf("Wait = %q, %v", r, err)
 	}
-	wantCounts(t, b.q, queue.Depth{})
+	wantCounts(t, b.q, qstore.Depth{})
 }
 
 // A join's unique key: while it is held, EnqueueJoin (and EnqueueWith)
@@ -190,26 +191,26 @@ func TestJoinUnique(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{MaxAttempts: 1})
 	ctx := testContext(t)
-	key := queue.EnqueueOptions{Unique: "report", UniqueFor: time.Hour}
-	join := func(prefix string, opts queue.EnqueueOptions, dup bool) string {
+	key := qstore.EnqueueOptions{Unique: "report", UniqueFor: time.Hour}
+	join := func(prefix string, opts qstore.EnqueueOptions, dup bool) string {
 		t.Helper()
-		return mustEnqueueJoin(t, b.q, queue.NewJoin{Children: payloads(prefix, 2), Final: []byte(prefix), Options: opts}, dup)
+		return mustEnqueueJoin(t, b.q, qstore.JoinSpec{Children: payloads(prefix, 2), Final: []byte(prefix), Options: opts}, dup)
 	}
 
 	first := join("a", key, false)
 	if again := join("b", key, true); again != first {
 		t.Fatalf("pending: second EnqueueJoin = %s, want the first's id %s", again, first)
 	}
-	if again := mustEnqueueJoin(t, b.q, queue.NewJoin{ID: "named", Children: payloads("n", 1), Final: []byte("n"), Options: key}, true); again != first {
+	if again := mustEnqueueJoin(t, b.q, qstore.JoinSpec{ID: "named", Children: payloads("n", 1), Final: []byte("n"), Options: key}, true); again != first {
 		t.Fatalf("with an id: EnqueueJoin = %s, want %s", again, first)
 	}
-	if _, err := b.q.Join(ctx, "named"); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := b.q.Join(ctx, "named"); !errors.Is(err, qstore.ErrNotFound) {
 		t.Fatalf("Join of the duplicate's id = %v, want ErrNotFound", err)
 	}
 	if again := mustEnqueueWith(t, b.q, "item", key, true); again != first {
 		t.Fatalf("EnqueueWith under the join's key = %s, want %s", again, first)
 	}
-	wantCounts(t, b.q, queue.Depth{Pending: 2})
+	wantCounts(t, b.q, qstore.Depth{Pending: 2})
 	for _, it := range mustClaim(t, b.q, 10, 2) {
 		if err := b.q.Ack(ctx, it, nil); err != nil {
 			t.Fatal(err)
@@ -225,7 +226,7 @@ func TestJoinUnique(t *testing.T) {
 	if err := b.q.Ack(ctx, final, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, b.q, queue.Depth{})
+	wantCounts(t, b.q, qstore.Depth{})
 
 	// Acked: free. This one's final item dies: free again.
 	second := join("c", key, false)
@@ -253,20 +254,20 @@ func TestJoinUnique(t *testing.T) {
 	if !nackOnce(t, b.q, items[1]) {
 		t.Fatal("the child survived its last attempt")
 	}
-	wantJoin(t, b.q, third, queue.JoinFailed, 1, 2)
+	wantJoin(t, b.q, third, qstore.JoinFailed, 1, 2)
 	if again := join("e", key, true); again != third {
 		t.Fatalf("failed join: EnqueueJoin = %s, want %s (held until UniqueFor)", again, third)
 	}
-	wantCounts(t, b.q, queue.Depth{Dead: 2})
+	wantCounts(t, b.q, qstore.Depth{Dead: 2})
 
 	// Past UniqueFor a second join is added beside the live first.
-	short := queue.EnqueueOptions{Unique: "short", UniqueFor: 50 * time.Millisecond}
+	short := qstore.EnqueueOptions{Unique: "short", UniqueFor: 50 * time.Millisecond}
 	s1 := join("s", short, false)
 	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(short.UniqueFor+2*time.Millisecond))
 	if s2 := join("t", short, false); s2 == s1 {
 		t.Fatal("past UniqueFor: the first's id")
 	}
-	wantCounts(t, b.q, queue.Depth{Pending: 4, Dead: 2})
+	wantCounts(t, b.q, qstore.Depth{Pending: 4, Dead: 2})
 }
 
 // Concurrent EnqueueJoin calls under one key add one join, and all of
@@ -276,13 +277,13 @@ func TestJoinUniqueConcurrently(t *testing.T) {
 	b := setup(t, queue.Config{})
 	const children = 3
 	id := enqueueAtOnce(t, 20, "EnqueueJoin", func(i int) (string, bool, error) {
-		return b.q.EnqueueJoin(context.Background(), queue.NewJoin{
+		return b.q.EnqueueJoin(context.Background(), qstore.JoinSpec{
 			Children: payloads(fmt.Sprint(i), children), Final: []byte("f"),
-			Options: queue.EnqueueOptions{Unique: "once", UniqueFor: time.Minute, MaxAttempts: 2},
+			Options: qstore.EnqueueOptions{Unique: "once", UniqueFor: time.Minute, MaxAttempts: 2},
 		})
 	})
-	wantCounts(t, b.q, queue.Depth{Pending: children})
-	wantJoin(t, b.q, id, queue.JoinRunning, 0, children)
+	wantCounts(t, b.q, qstore.Depth{Pending: children})
+	wantJoin(t, b.q, id, qstore.JoinRunning, 0, children)
 }
 
 // Bad options fail the call, naming the field, and write nothing.
@@ -293,23 +294,23 @@ func TestEnqueueJoinRejectsBadOptions(t *testing.T) {
 	const year = 365 * 24 * time.Hour
 	for _, c := range []struct {
 		name string
-		opts queue.EnqueueOptions
+		opts qstore.EnqueueOptions
 		says string
 	}{
-		{"negative delay", queue.EnqueueOptions{Delay: -time.Nanosecond}, "Delay"},
-		{"most negative delay", queue.EnqueueOptions{Delay: math.MinInt64}, "Delay"},
-		{"absurd delay", queue.EnqueueOptions{Delay: year + time.Nanosecond}, "Delay"},
-		{"negative attempts", queue.EnqueueOptions{MaxAttempts: -1}, "MaxAttempts"},
-		{"absurd attempts", queue.EnqueueOptions{MaxAttempts: 1001}, "MaxAttempts"},
-		{"unique key too long", queue.EnqueueOptions{Unique: strings.Repeat("k", 513), UniqueFor: time.Minute}, "Unique key of 513 bytes"},
-		{"unique key without a lifetime", queue.EnqueueOptions{Unique: "k"}, "UniqueFor"},
-		{"unique key absurd lifetime", queue.EnqueueOptions{Unique: "k", UniqueFor: year + 1}, "UniqueFor"},
-		{"lifetime without a key", queue.EnqueueOptions{UniqueFor: time.Minute}, "without a Unique key"},
-		{"a chain", queue.EnqueueOptions{Chain: queue.ChainStep{Step: 1, Steps: 2}}, "Options.Chain"},
-		{"a chain with an id", queue.EnqueueOptions{Chain: queue.ChainStep{ID: "c", Step: 1, Steps: 1}}, "Options.Chain"},
+		{"negative delay", qstore.EnqueueOptions{Delay: -time.Nanosecond}, "Delay"},
+		{"most negative delay", qstore.EnqueueOptions{Delay: math.MinInt64}, "Delay"},
+		{"absurd delay", qstore.EnqueueOptions{Delay: year + time.Nanosecond}, "Delay"},
+		{"negative attempts", qstore.EnqueueOptions{MaxAttempts: -1}, "MaxAttempts"},
+		{"absurd attempts", qstore.EnqueueOptions{MaxAttempts: 1001}, "MaxAttempts"},
+		{"unique key too long", qstore.EnqueueOptions{Unique: strings.Repeat("k", 513), UniqueFor: time.Minute}, "Unique key of 513 bytes"},
+		{"unique key without a lifetime", qstore.EnqueueOptions{Unique: "k"}, "UniqueFor"},
+		{"unique key absurd lifetime", qstore.EnqueueOptions{Unique: "k", UniqueFor: year + 1}, "UniqueFor"},
+		{"lifetime without a key", qstore.EnqueueOptions{UniqueFor: time.Minute}, "without a Unique key"},
+		{"a chain", qstore.EnqueueOptions{Chain: qstore.ChainStep{Step: 1, Steps: 2}}, "Options.Chain"},
+		{"a chain with an id", qstore.EnqueueOptions{Chain: qstore.ChainStep{ID: "c", Step: 1, Steps: 1}}, "Options.Chain"},
 	} {
-		id, dup, err := b.q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 2), Final: []byte("f"), Options: c.opts})
-		if id != "" || dup || !errors.Is(err, queue.ErrInvalidArgument) || !strings.Contains(err.Error(), c.says) {
+		id, dup, err := b.q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", 2), Final: []byte("f"), Options: c.opts})
+		if id != "" || dup || !errors.Is(err, qstore.ErrInvalidArgument) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: EnqueueJoin = %q, %v, %v; want ErrInvalidArgument saying %q", c.name, id, dup, err, c.says)
 		}
 	}
@@ -317,10 +318,10 @@ func TestEnqueueJoinRejectsBadOptions(t *testing.T) {
 		t.Fatalf("bad options wrote %v (%v)", keys, err)
 	}
 	// The bounds themselves are valid.
-	mustEnqueueJoin(t, b.q, queue.NewJoin{Children: payloads("c", 2), Final: []byte("f"), Options: queue.EnqueueOptions{
+	mustEnqueueJoin(t, b.q, qstore.JoinSpec{Children: payloads("c", 2), Final: []byte("f"), Options: qstore.EnqueueOptions{
 		Delay: year, MaxAttempts: 1000, Unique: strings.Repeat("k", 512), UniqueFor: year,
 	}}, false)
-	wantCounts(t, b.q, queue.Depth{Delayed: 2})
+	wantCounts(t, b.q, qstore.Depth{Delayed: 2})
 }
 
 // A key of the wrong type, among those an option writes, fails the call
@@ -332,16 +333,16 @@ func TestEnqueueJoinOptionsWrongKeyTypeWritesNothing(t *testing.T) {
 	tag := tagOf(b.q)
 	for _, c := range []struct {
 		key  string
-		opts queue.EnqueueOptions
+		opts qstore.EnqueueOptions
 	}{
-		{tag + ":unique:bad", queue.EnqueueOptions{Unique: "bad", UniqueFor: time.Minute}},
-		{tag + ":delayed", queue.EnqueueOptions{Delay: time.Minute}},
-		{tag + ":limits", queue.EnqueueOptions{MaxAttempts: 2}},
+		{tag + ":unique:bad", qstore.EnqueueOptions{Unique: "bad", UniqueFor: time.Minute}},
+		{tag + ":delayed", qstore.EnqueueOptions{Delay: time.Minute}},
+		{tag + ":limits", qstore.EnqueueOptions{MaxAttempts: 2}},
 	} {
 		if err := b.rdb.Set(ctx, c.key, "garbage", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := b.q.EnqueueJoin(ctx, queue.NewJoin{ID: "j", Children: payloads("c", 2), Final: []byte("f"), Options: c.opts})
+		_, _, err := b.q.EnqueueJoin(ctx, qstore.JoinSpec{ID: "j", Children: payloads("c", 2), Final: []byte("f"), Options: c.opts})
 		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 			t.Fatalf("EnqueueJoin with %s malformed = %v, want WRONGTYPE", c.key, err)
 		}
@@ -359,14 +360,14 @@ func TestEnqueueJoinOptionsWrongKeyTypeWritesNothing(t *testing.T) {
 func TestEnqueueJoinWithOptionsAndAnIDIsOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
-	opts := queue.EnqueueOptions{Delay: time.Hour, MaxAttempts: 3, Unique: "u", UniqueFor: time.Hour}
+	opts := qstore.EnqueueOptions{Delay: time.Hour, MaxAttempts: 3, Unique: "u", UniqueFor: time.Hour}
 	for range 3 {
-		if id := mustEnqueueJoin(t, b.q, queue.NewJoin{ID: "parent-2", Children: payloads("c", 2), Final: []byte("f"), Options: opts}, false); id != "parent-2" {
+		if id := mustEnqueueJoin(t, b.q, qstore.JoinSpec{ID: "parent-2", Children: payloads("c", 2), Final: []byte("f"), Options: opts}, false); id != "parent-2" {
 			t.Fatalf("EnqueueJoin = %s, want parent-2", id)
 		}
 	}
-	wantCounts(t, b.q, queue.Depth{Delayed: 2})
-	wantJoin(t, b.q, "parent-2", queue.JoinRunning, 0, 2)
+	wantCounts(t, b.q, qstore.Depth{Delayed: 2})
+	wantJoin(t, b.q, "parent-2", qstore.JoinRunning, 0, 2)
 	if n := itemFields(t, b.rdb, tagOf(b.q)+":limits"); n != 3 {
 		t.Fatalf("limits hold %d items, want 3", n)
 	}
@@ -378,10 +379,10 @@ func TestEnqueueJoinWithOptionsIsOneRoundTrip(t *testing.T) {
 	b, rt := setupCounted(t, queue.Config{})
 	q := b.q
 	ctx := testContext(t)
-	if _, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
+	if _, _, err := q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("w", 1), Final: []byte("f")}); err != nil { // loads the script
 		t.Fatal(err)
 	}
-	for _, opts := range []queue.EnqueueOptions{
+	for _, opts := range []qstore.EnqueueOptions{
 		{},
 		{Delay: time.Minute},
 		{MaxAttempts: 2},
@@ -390,7 +391,7 @@ func TestEnqueueJoinWithOptionsIsOneRoundTrip(t *testing.T) {
 		{Delay: time.Minute, MaxAttempts: 9, Unique: "all", UniqueFor: time.Minute},
 	} {
 		before := rt.Load()
-		if _, _, err := q.EnqueueJoin(ctx, queue.NewJoin{Children: payloads("c", 100), Final: []byte("f"), Options: opts}); err != nil {
+		if _, _, err := q.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("c", 100), Final: []byte("f"), Options: opts}); err != nil {
 			t.Fatal(err)
 		}
 		if n := rt.Load() - before; n != 1 {

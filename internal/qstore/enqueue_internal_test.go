@@ -1,4 +1,4 @@
-package queue
+package qstore
 
 import (
 	"context"
@@ -14,10 +14,7 @@ import (
 func TestEnqueueScriptIsIdempotent(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	q, err := New(rdb, "idem", Config{Prefix: "t-idem"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testStore(rdb, "idem", Config{Prefix: "t-idem"})
 	ctx := context.Background()
 	args := []any{encodingPin, newID(), "a", newID(), "b"}
 	for i, want := range []int{2, 0} {
@@ -50,10 +47,7 @@ func TestIDsAreDistinct(t *testing.T) {
 func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	q, err := New(rdb, "idem", Config{Prefix: "t-idem-with"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testStore(rdb, "idem", Config{Prefix: "t-idem-with"})
 	ctx := context.Background()
 	keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
 	id := newID()

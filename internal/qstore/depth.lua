@@ -1,7 +1,7 @@
--- Stats: the queue's counts, in O(log n).
+-- Depth: the queue's counts, in O(log n).
 -- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)      KEYS[5]: ready (hash)
--- ARGV[1]: the encoding pin (see encodingPin in queue.go)
+-- ARGV[1]: the encoding pin (see encodingPin in store.go)
 -- Returns {pending, leased, expired, delayed, due, dead, wait of the next
 -- item in ms or -1}.
 local t = redis.call('TIME')

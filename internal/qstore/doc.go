@@ -1,0 +1,28 @@
+// Package qstore is the Redis storage of worksteal's queues: their keys,
+// their Lua scripts and the Go that runs them, as asynq keeps its storage
+// in internal/rdb behind its Client and Inspector.
+//
+// # Its faces
+//
+// Package queue is the public face of a plain queue: each of its methods
+// is one of a [Store]'s, with its types converted (they have the same
+// fields), and its docs say what each promises. Package tasks is the face
+// of chains and fan-outs, which use what a plain queue's user never
+// calls: the follow-up that an ack enqueues in the same script call
+// ([FollowUp], [Settlement].FollowUp), a chain's record ([ChainStep] in
+// [EnqueueOptions], [Store.Chain]) and joins ([JoinSpec],
+// [Store.EnqueueJoin], [Store.Join], [Store.JoinResults]). jobs' Drain,
+// and the Mux's job that tasks makes of it (internal/drainhook), work a
+// queue through its Store, which [Of] returns.
+//
+// The scripts of a plain queue carry the chains' and joins' steps too
+// (settle.lua acks and enqueues a follow-up, counts a join down; state.lua
+// sees a join failed by a dead child; enqueuewith.lua writes a chain's
+// record), so that each move stays one atomic script call: one store,
+// then, whose every key shares the queue's hash tag.
+//
+// # Where things are documented
+//
+// The Redis layout, the guarantees and the costs are package queue's
+// doc, for its users; each script's header lists its KEYS and ARGV.
+package qstore

@@ -1,0 +1,110 @@
+package qstore
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// uniqueSource holds the unique key's lock functions, prepended to
+	// the scripts that use them.
+	//go:embed unique.lua
+	uniqueSource string
+
+	//go:embed enqueuewith.lua
+	enqueueWithSource string
+	enqueueWithScript = redis.NewScript(uniqueSource + enqueueWithSource)
+)
+
+// Bounds of [EnqueueOptions]; each field's doc says its own.
+const (
+	delayMax       = 365 * 24 * time.Hour
+	maxAttemptsMax = 1000
+	uniqueMax      = 512
+	uniqueForMax   = 365 * 24 * time.Hour
+)
+
+// EnqueueOptions are queue.EnqueueOptions (documented there), and Chain.
+type EnqueueOptions struct {
+	Delay       time.Duration
+	MaxAttempts int
+	Unique      string
+	UniqueFor   time.Duration
+	// Chain, when not zero, makes the item a step of a chain, whose
+	// record [Store.Chain] reads: the first usually, and each next one is
+	// enqueued by the ack of the one before ([FollowUp]). An empty
+	// Chain.ID names the chain after the item: its id is the chain's. The
+	// record is not written when Unique finds a duplicate.
+	Chain ChainStep
+}
+
+func (o EnqueueOptions) validate() error {
+	switch {
+	case o.Delay < 0 || o.Delay > delayMax:
+		return fmt.Errorf("%w: Delay %v is not in [0, %v]", ErrInvalidArgument, o.Delay, delayMax)
+	case o.MaxAttempts < 0 || o.MaxAttempts > maxAttemptsMax:
+		return fmt.Errorf("%w: MaxAttempts %d is not in [0, %d]", ErrInvalidArgument, o.MaxAttempts, maxAttemptsMax)
+	case len(o.Unique) > uniqueMax:
+		return fmt.Errorf("%w: Unique key of %d bytes is above %d", ErrInvalidArgument, len(o.Unique), uniqueMax)
+	case o.Unique == "" && o.UniqueFor != 0:
+		return fmt.Errorf("%w: UniqueFor %v without a Unique key", ErrInvalidArgument, o.UniqueFor)
+	case o.Unique != "" && (o.UniqueFor <= 0 || o.UniqueFor > uniqueForMax):
+		return fmt.Errorf("%w: UniqueFor %v of Unique key %.40q is not in (0, %v]", ErrInvalidArgument, o.UniqueFor, o.Unique, uniqueForMax)
+	}
+	if !o.Chain.isZero() {
+		return o.Chain.validate(true)
+	}
+	return nil
+}
+
+// ceilMillis is d in whole ms, rounded up: a delay or a lifetime is never
+// cut short.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// EnqueueWith is queue.Queue.EnqueueWith, and writes a chain's record
+// when opts.Chain is not zero, in the same script call.
+func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOptions) (id string, duplicate bool, err error) {
+	if len(payload) == 0 {
+		return "", false, fmt.Errorf("%w: payload", ErrEmptyPayload)
+	}
+	if err := q.checkPayload("payload", payload); err != nil {
+		return "", false, err
+	}
+	if err := opts.validate(); err != nil {
+		return "", false, err
+	}
+	keys := q.k.enqueueWithKeys
+	if opts.Unique != "" {
+		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+	}
+	id = newID()
+	step, steps := "", 0
+	if !opts.Chain.isZero() {
+		chain := cmp.Or(opts.Chain.ID, id)
+		keys = append(keys[:len(keys):len(keys)], q.k.chain(chain))
+		step, steps = strconv.Itoa(opts.Chain.Step), opts.Chain.Steps
+	}
+	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, encodingPin, id, payload,
+		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor),
+		step, steps, q.cfg.ResultRetention.Milliseconds()).Slice()
+	if err != nil {
+		return "", false, q.wrap("enqueue", err)
+	}
+	if len(reply) != 2 {
+		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	}
+	got, _ := reply[0].(string)
+	dup, _ := reply[1].(int64)
+	if got == "" {
+		return "", false, q.wrap("enqueue", fmt.Errorf("%w: no id", errUnexpectedScript))
+	}
+	return got, dup == 1, nil
+}
