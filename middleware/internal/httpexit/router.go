@@ -7,15 +7,15 @@ import (
 	"github.com/worksteal/worksteal/recruiter"
 )
 
-// Router is a router framework on net/http (echo v4, echo v5) as the flow
-// of a drawn request needs it: C is the type of its request contexts, H
-// the type of its handlers.
-type Router[C any, H ~func(C) error] struct {
-	// Classify is the adapter's classifier, given the request's outcome.
-	Classify func(C, Outcome) bool
-	// Request and SetRequest read and replace the context's request.
-	Request    func(C) *http.Request
-	SetRequest func(C, *http.Request)
+// Context is what the flow needs of a router framework's request context.
+type Context interface {
+	Request() *http.Request
+	SetRequest(*http.Request)
+}
+
+// Router is the rest of what the flow needs of a router framework on
+// net/http (echo v4, echo v5), whose request contexts are of type C.
+type Router[C Context] struct {
 	// Status is the status the client gets for a chain that returned err,
 	// and whether the response was written (committed) by then.
 	Status func(c C, err error) (status int, committed bool)
@@ -37,6 +37,22 @@ type Outcome struct {
 	Elapsed time.Duration
 }
 
+// Stealer is a drawn request's flow in a router framework whose handlers
+// are of type H. The adapter's middleware draws before the chain, and
+// hands a drawn request to ServeDrawn; it keeps that hot path in code of
+// its own, not generic, so that its handler captures no dictionary of
+// this instantiation and is as small as any (echo v4 allocates it on
+// every request).
+type Stealer[C Context, H ~func(C) error] struct {
+	// Classify is the adapter's classifier, given the request's outcome.
+	Classify  func(C, Outcome) bool
+	Recruiter *recruiter.Recruiter
+	Router    *Router[C]
+	// Skip excludes requests from recruitment, after the draw; nil keeps
+	// every request.
+	Skip func(C) bool
+}
+
 // ServeDrawn runs the chain (next) for a drawn request and, after a fast
 // exit, hands its slice to the recruiter. The request's context carries
 // the fast-exit marker, its response is held ([Hold]) until it is
@@ -44,28 +60,28 @@ type Outcome struct {
 // written here, by the framework's error writer, so that it too is sent
 // whole before the slice; the error is returned unchanged (the framework's
 // error writer then finds the response committed, and leaves it).
-func (rt *Router[C, H]) ServeDrawn(c C, draw recruiter.Draw, next H) error {
+func (s *Stealer[C, H]) ServeDrawn(c C, draw recruiter.Draw, next H) error {
 	began := time.Now()
-	req := rt.Request(c)
+	req := c.Request()
 	ctx := draw.Context(req.Context())
 	// The marker context is a value-only child of the request's: same
 	// deadline, Done channel and values, so leaving it on the request after
 	// the chain (for the error writer and outer middleware) changes nothing.
-	rt.SetRequest(c, req.WithContext(ctx))
+	c.SetRequest(req.WithContext(ctx))
+	rt := s.Router
 	w := rt.Writer(c)
 	resp := Hold(w, req.Method == http.MethodHead)
 	rt.SetWriter(c, resp.Writer())
 	err := next(c)
 
 	status, committed := rt.Status(c, err)
-	if !rt.Classify(c, Outcome{Status: status, Err: err, Marked: draw.Marked(ctx), Elapsed: time.Since(began)}) {
+	if !s.Classify(c, Outcome{Status: status, Err: err, Marked: draw.Marked(ctx), Elapsed: time.Since(began)}) {
 		rt.SetWriter(c, w)
 		resp.Release()
 		return err
 	}
 	if err != nil && !committed {
-		// Middleware inside (echo's Gzip) put back the writer they found.
-		rt.SetWriter(c, resp.Writer())
+		rt.SetWriter(c, resp.Writer()) // the chain may have left another writer in place
 		rt.WriteError(c, err)
 	}
 	rt.SetWriter(c, w)
