@@ -39,10 +39,10 @@ type host struct{}
 var answers = []adaptertest.Answer{
 	{Name: "hit", Marked: true, Runs: 1, Typical: true},
 	{Name: "slow"},
-	{Name: "missing", Marked: true, Runs: 1},  // a marked NotFound: an empty result
-	{Name: "fail", Marked: true},              // a marked Internal error, with a response gRPC drops
-	{Name: "unsendable", Marked: true},        // a marked OK whose response fails to marshal: the client gets Internal
-	{Name: "expired", Marked: true},           // a marked OK after the client's deadline: the client gets DeadlineExceeded
+	{Name: "missing", Marked: true, Runs: 1}, // a marked NotFound: an empty result
+	{Name: "fail", Marked: true},             // a marked Internal error, with a response gRPC drops
+	{Name: "unsendable", Marked: true},       // a marked OK whose response fails to marshal: the client gets Internal
+	{Name: "expired", Marked: true},          // a marked OK after the client's deadline: the client gets DeadlineExceeded
 }
 
 func (host) Answers() []adaptertest.Answer {
