@@ -38,7 +38,7 @@ done; \
 [ -z "$$failed" ] || { echo "$@ failed in:$$failed" >&2; exit 1; }
 endef
 
-.PHONY: run test test-servers bench lint fuzz redis-server modules tidy mod-check api api-check
+.PHONY: run test test-servers bench lint fuzz redis-server modules tidy mod-check api api-check generate generate-check
 
 # Binaries that run and bench-* build: in the checkout, so that two
 # checkouts (or two users) never overwrite each other's. Ignored by git.
@@ -180,3 +180,15 @@ api-check:
 	  cmp -s LICENSE "$$m/LICENSE" && [ ! -L "$$m/LICENSE" ] || { echo "api-check: $$m/LICENSE is missing or differs from LICENSE: cp LICENSE $$m/" >&2; exit 1; }; \
 	done
 	@echo "api-check: api/ matches the code"
+
+# The echo v4 and v5 adapters (middleware/echo, middleware/echov5) are
+# generated from one source, middleware/internal/echogen/templates: make
+# generate rewrites them after a template changed; make generate-check
+# fails, naming them, when a generated file is stale, edited by hand or
+# left over.
+generate:
+	$(GOMOD) generate ./middleware/internal/echogen
+
+generate-check:
+	$(GOMOD) run ./middleware/internal/echogen -check
+	@echo "generate-check: the echo adapters match their templates"
