@@ -29,16 +29,17 @@ const (
 // each call stays around a millisecond of work.
 const BatchMax = 1000
 
-// Errors of this package. Those about a config, a name or an argument wrap a
-// message naming the field or argument.
+// Errors of [New]: they wrap a message naming the field or the name's
+// fault.
 var (
 	ErrInvalidConfig = errors.New("queue: invalid config")
 	ErrInvalidName   = errors.New("queue: invalid name")
 )
 
-// Errors of the queue's calls. The queue's storage, an internal package
-// that jobs and tasks call too, makes them: they are its values, so
-// errors.Is finds them whichever package returned them.
+// Errors of the queue's calls; those about an argument wrap a message
+// naming it. The queue's storage, an internal package that jobs and tasks
+// call too, makes them: they are its values, so errors.Is finds them
+// whichever package returned them.
 var (
 	ErrInvalidArgument error = qstore.ErrInvalidArgument
 	ErrEmptyPayload    error = qstore.ErrEmptyPayload

@@ -22,8 +22,9 @@ const fanOutChildrenMax = qstore.JoinChildrenMax
 // the final step, which runs once, after every child succeeded. Each
 // child's success counts the fan-out down in the script call that stores
 // it, and the last one enqueues the final step there, so the final step
-// neither runs twice nor is lost. Its handler reads the children's results with [ChildResults].
-// It returns the fan-out's id, which is the final step's task id:
+// neither runs twice nor is lost. Its handler reads the children's
+// results with [ChildResults]. It returns the fan-out's id, which is the
+// final step's task id:
 // [WaitFanOut] waits for its result, [FanOutStatus] reads its progress.
 //
 // A child that dies fails the fan-out: the final step does not run, and
