@@ -43,6 +43,11 @@ type Response struct {
 	header   http.Header // the header as it stood when the held status was written
 	body     []byte      // the held body
 	writes   []int       // where each held write ends in body, to hand them on as made
+
+	// Room for a small body and a few writes, so that holding them costs
+	// no allocation of its own.
+	bodyBuf   [512]byte
+	writesBuf [4]int
 }
 
 // Hold returns a Response for w; head reports a HEAD request. The
@@ -51,6 +56,7 @@ type Response struct {
 // response) is to follow once it has returned.
 func Hold(w http.ResponseWriter, head bool) *Response {
 	r := &Response{w: w, head: head}
+	r.body, r.writes = r.bodyBuf[:0], r.writesBuf[:0]
 	r.wrapped = httpsnoop.Wrap(w, httpsnoop.Hooks{
 		WriteHeader: func(httpsnoop.WriteHeaderFunc) httpsnoop.WriteHeaderFunc { return r.writeHeader },
 		// WriteString comes here too (httpsnoop routes it to the Write hook).
@@ -63,19 +69,14 @@ func Hold(w http.ResponseWriter, head bool) *Response {
 				return next(src)
 			}
 		},
-		// A flush sends the status written so far, 200 if none, and streams.
+		// A flush sends the status written so far, 200 if none, and
+		// streams. FlushError comes here too (httpsnoop routes it to the
+		// Flush hook, and keeps its error).
 		Flush: func(next httpsnoop.FlushFunc) httpsnoop.FlushFunc {
 			return func() {
 				r.record(http.StatusOK)
 				r.spill()
 				next()
-			}
-		},
-		FlushError: func(next httpsnoop.FlushErrorFunc) httpsnoop.FlushErrorFunc {
-			return func() error {
-				r.record(http.StatusOK)
-				r.spill()
-				return next()
 			}
 		},
 		Hijack: func(next httpsnoop.HijackFunc) httpsnoop.HijackFunc {
