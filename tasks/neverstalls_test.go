@@ -70,7 +70,18 @@ func (s *readmeService) start(t *testing.T, every time.Duration, register func(*
 	if err != nil {
 		t.Fatalf("Job: %v", err)
 	}
-	rec, err := recruiter.New(s.rdb, recruiter.Config{Pressure: -1})
+	rec := readmeRecruiter(t, s.rdb)
+	if err := rec.Register(job, recruiter.JobConfig{Every: every}); err != nil {
+		t.Fatal(err)
+	}
+	fastExits(t, rec)
+}
+
+// readmeRecruiter is a recruiter with the README's config, shut down when
+// the test ends.
+func readmeRecruiter(t *testing.T, rdb redis.UniversalClient) *recruiter.Recruiter {
+	t.Helper()
+	rec, err := recruiter.New(rdb, recruiter.Config{Pressure: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +92,7 @@ func (s *readmeService) start(t *testing.T, every time.Duration, register func(*
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	if err := rec.Register(job, recruiter.JobConfig{Every: every}); err != nil {
-		t.Fatal(err)
-	}
-	fastExits(t, rec)
+	return rec
 }
 
 // fastExits enlists rec fastExitsPerSecond times a second, each time with

@@ -38,17 +38,7 @@ func TestPeriodicTaskOncePerTick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := recruiter.New(s.rdb, recruiter.Config{Pressure: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := rec.Shutdown(ctx); err != nil {
-				t.Errorf("Shutdown: %v", err)
-			}
-		})
+		rec := readmeRecruiter(t, s.rdb)
 		if err := rec.Register(drain, recruiter.JobConfig{Every: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}

@@ -45,18 +45,7 @@ func TestQuietFleetRunsTasks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Defaults, but for the pressure gate (see readmeService.start).
-		rec, err := recruiter.New(s.rdb, recruiter.Config{Pressure: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := rec.Shutdown(ctx); err != nil {
-				t.Errorf("Shutdown: %v", err)
-			}
-		})
+		rec := readmeRecruiter(t, s.rdb) // defaults, but for the pressure gate (see readmeService.start)
 		if err := rec.Register(job, recruiter.JobConfig{Every: every}); err != nil {
 			t.Fatal(err)
 		}
