@@ -25,8 +25,9 @@
 // handler's flush, trailers) is chunked on HTTP/1.1, and its last chunk
 // still follows the handler: the middlewares' docs say so.
 //
-// [Router] is the flow of a drawn request in a router framework whose
-// middleware take a context of their own (echo v4 and v5), written once.
+// [Stealer] is the flow of a drawn request in a router framework whose
+// middleware take a context of their own (echo v4 and v5), written once;
+// [Router] is what it needs to know of the framework.
 //
 // The nested modules of the echo adapters import this package: its API
 // changes only together with theirs, and every module of the repository
