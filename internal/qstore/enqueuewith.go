@@ -69,16 +69,23 @@ func ceilMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
+// Check returns the error that EnqueueWith of payload with opts returns
+// before any call: an empty payload, one above MaxPayload, an option out
+// of its bounds; nil when EnqueueWith would send it.
+func (q *Store) Check(payload []byte, opts EnqueueOptions) error {
+	if len(payload) == 0 {
+		return fmt.Errorf("%w: payload", ErrEmptyPayload)
+	}
+	if err := q.checkPayload("payload", payload); err != nil {
+		return err
+	}
+	return opts.validate()
+}
+
 // EnqueueWith is queue.Queue.EnqueueWith, and writes a chain's record
 // when opts.Chain is not zero, in the same script call.
 func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOptions) (id string, duplicate bool, err error) {
-	if len(payload) == 0 {
-		return "", false, fmt.Errorf("%w: payload", ErrEmptyPayload)
-	}
-	if err := q.checkPayload("payload", payload); err != nil {
-		return "", false, err
-	}
-	if err := opts.validate(); err != nil {
+	if err := q.Check(payload, opts); err != nil {
 		return "", false, err
 	}
 	keys := q.k.enqueueWithKeys

@@ -90,7 +90,7 @@ func newKeys(prefix, name string) keys {
 		expiring: tag + ":expiring",
 		limits:   tag + ":limits",
 	}
-	k.enqueueKeys = []string{k.pending, k.values, k.ready}
+	k.enqueueKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits}
 	k.enqueueWithKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits, k.dead}
 	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready}
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes, k.limits, k.ready, k.results, k.expiring}
@@ -176,10 +176,26 @@ func (q *Store) Enqueue(ctx context.Context, payload []byte) (string, error) {
 // enqueueChunkBytes bounds the payload bytes of one script call.
 const enqueueChunkBytes = 4 << 20
 
-// EnqueueBatch is queue.Queue.EnqueueBatch: payloads are checked first,
-// then written in script calls of at most [BatchMax] items and
-// enqueueChunkBytes.
+// EnqueueBatch is queue.Queue.EnqueueBatch: [Store.EnqueueBatchWith]
+// without options.
 func (q *Store) EnqueueBatch(ctx context.Context, payloads [][]byte) (ids []string, err error) {
+	return q.EnqueueBatchWith(ctx, payloads, EnqueueOptions{})
+}
+
+// EnqueueBatchWith adds items in order, each with opts' Delay and
+// MaxAttempts, and returns their ids. Payloads and opts are checked
+// first, then written in script calls of at most [BatchMax] items and
+// enqueueChunkBytes: a delay makes every item of one call due at once.
+// A Unique key or a Chain names one item, so opts with either fail with
+// ErrInvalidArgument. If a call fails, ids holds the items of the calls
+// that succeeded.
+func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts EnqueueOptions) (ids []string, err error) {
+	if opts.Unique != "" || opts.UniqueFor != 0 || !opts.Chain.isZero() {
+		return nil, fmt.Errorf("%w: a batch's items cannot share a unique key or a chain", ErrInvalidArgument)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	for i, p := range payloads {
 		if len(p) == 0 {
 			return nil, fmt.Errorf("%w: payload %d", ErrEmptyPayload, i)
@@ -188,6 +204,7 @@ func (q *Store) EnqueueBatch(ctx context.Context, payloads [][]byte) (ids []stri
 			return nil, err
 		}
 	}
+	delay := ceilMillis(opts.Delay)
 	ids = make([]string, 0, len(payloads))
 	for start := 0; start < len(payloads); {
 		end, size := start, 0
@@ -195,8 +212,8 @@ func (q *Store) EnqueueBatch(ctx context.Context, payloads [][]byte) (ids []stri
 			size += len(payloads[end])
 			end++
 		}
-		args := make([]any, 0, 1+2*(end-start))
-		args = append(args, encodingPin)
+		args := make([]any, 0, 3+2*(end-start))
+		args = append(args, encodingPin, delay, opts.MaxAttempts)
 		chunk := make([]string, 0, end-start)
 		for _, p := range payloads[start:end] {
 			id := newID()
