@@ -139,30 +139,31 @@ func TestScheduleRunsEachTickOnce(t *testing.T) {
 	}
 }
 
-// TestScheduleCatchesUpOnce: Redis stopped for five ticks (of a schedule
-// every 2 s); when it comes back, the fleet runs the latest missed tick
-// once, not each missed one, and then keeps the schedule.
+// TestScheduleCatchesUpOnce: Redis stopped across four ticks (of a
+// schedule every 3 s), and back 200 ms after the last of them; the fleet
+// runs that latest missed tick once as soon as it reaches Redis (the
+// breaker's probe, within about a second), not each missed one, and then
+// keeps the schedule.
 func TestScheduleCatchesUpOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	log := &tickLog{}
-	fleetOf(t, srv.Client(t), 3, recruiter.Config{BreakerCooldown: time.Second}, "*/2 * * * * *", log, 0)
-	time.Sleep(3 * time.Second) // running: a span, not a wait for an event
+	fleetOf(t, srv.Client(t), 3, recruiter.Config{BreakerCooldown: time.Second}, "*/3 * * * * *", log, 0)
+	time.Sleep(4 * time.Second) // running: a span, not a wait for an event
 	stopped := time.Now()
 	srv.Pause()
-	time.Sleep(10 * time.Second) // five ticks with Redis stopped
+	last := stopped.Truncate(3 * time.Second).Add(12 * time.Second) // four ticks on
+	time.Sleep(time.Until(last.Add(200 * time.Millisecond)))
 	resumed := time.Now()
 	srv.Resume()
-	time.Sleep(5 * time.Second) // the catch-up and two more ticks
+	time.Sleep(time.Until(last.Add(7 * time.Second))) // the catch-up and the next two ticks
 	missed := log.between(stopped.Add(100*time.Millisecond), resumed)
-	if len(missed) != 1 {
-		t.Fatalf("%d runs of the ticks missed while Redis was stopped, want one catch-up: %v", len(missed), missed)
+	if len(missed) != 1 || !missed[0].tick.Equal(last) || missed[0].began.Before(resumed) {
+		t.Fatalf("runs of the ticks missed while Redis was stopped: %v; want one, of the latest (%v), after Redis came back at %v",
+			missed, last.Format(time.TimeOnly), resumed.Format(time.StampMilli))
 	}
-	if c := missed[0]; c.tick.Before(resumed.Add(-2*time.Second)) || c.began.Before(resumed) {
-		t.Errorf("catch-up ran tick %v at %v; want the latest missed tick, after Redis came back at %v", c.tick, c.began, resumed)
-	}
-	if after := log.between(resumed, resumed.Add(5*time.Second)); len(after) < 2 {
-		t.Errorf("%d runs in the ticks after the catch-up, want 2 or more", len(after))
+	if after := log.between(resumed, last.Add(7*time.Second)); len(after) != 2 {
+		t.Errorf("%d runs of the two ticks after the catch-up, want 2: %v", len(after), after)
 	}
 }
 
