@@ -19,7 +19,8 @@ const queueUniqueMax = 128 + 1 + uniqueKeyMax
 
 // EnqueueOption sets how [Enqueue] or [Call] adds one task: [Delay],
 // [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply them to
-// a whole chain or fan-out. A nil EnqueueOption is ignored; of two options
+// a whole chain or fan-out, [EnqueueMany] its Delay and Attempts to
+// each of its tasks. A nil EnqueueOption is ignored; of two options
 // setting the same thing, the later wins. (Client and Mux options are
 // [Option]s.)
 type EnqueueOption interface{ applyEnqueue(*enqueueOptions) }
@@ -65,11 +66,7 @@ func Unique(key string, ttl time.Duration) EnqueueOption {
 // queueOptions applies opts for a task of type typ.
 func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error) {
 	var o enqueueOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyEnqueue(&o)
-		}
-	}
+	applyOptions(&o, opts)
 	if o.uniqueSet {
 		switch {
 		case o.Unique == "":
@@ -77,9 +74,23 @@ func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error
 		case len(o.Unique) > uniqueKeyMax:
 			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: unique key of %d bytes is above %d", ErrInvalidArgument, typ, len(o.Unique), uniqueKeyMax)
 		}
-		o.Unique = typ + ":" + o.Unique // type names have no ':'
+		o.Unique = uniqueKey(typ, o.Unique)
 	}
 	return o.EnqueueOptions, nil
+}
+
+// uniqueKey is the queue's unique key of key for tasks of type typ.
+func uniqueKey(typ, key string) string {
+	return typ + ":" + key // type names have no ':'
+}
+
+// applyOptions applies opts to o, nil ones ignored.
+func applyOptions(o *enqueueOptions, opts []EnqueueOption) {
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyEnqueue(o)
+		}
+	}
 }
 
 // storeOptions are o for the queue's storage, which enqueues chains and

@@ -2,10 +2,12 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -16,18 +18,26 @@ const periodicUniqueFor = 24 * time.Hour
 
 // Periodic returns a job named name that enqueues a task of type typ
 // with args once per tick of the schedule it is registered with: a
-// nightly report, a weekly digest.
+// nightly report, a weekly digest. [Task.Periodic] is Periodic with the
+// types of a [Task]:
 //
-//	job, err := tasks.Periodic(c, "nightly-report", "report", ReportArgs{Kind: "sales"})
+//	job, err := report.Periodic(c, "nightly-report", ReportArgs{Kind: "sales"})
 //	err = rec.Register(job, recruiter.JobConfig{Schedule: "CRON_TZ=Europe/Paris 0 3 * * *"})
 //
 // The recruiter runs each tick once across the fleet ([recruiter.JobConfig]
 // Schedule); the enqueue is also unique per tick (the tick's time is its
 // [Unique] key, for a day), so that a tick run again (after a failover
 // that lost its record) adds no second task while the first is live.
-// opts are the task's usual options; a Unique among them is replaced. A
-// slice run without a schedule's tick (registered with Every or Rate)
-// fails with an error that says so.
+// opts are the task's usual options but Unique, whose place the tick's
+// key takes. args are encoded once, here.
+//
+// What a tick's enqueue would refuse is refused here, as [Enqueue]
+// refuses it: a nil Client, an invalid name or type, arguments that do
+// not encode, a Unique or an option out of its bounds with an error
+// wrapping [ErrInvalidArgument], a task above the queue's MaxPayload
+// with one wrapping [queue.ErrPayloadTooLarge]. A slice run without a
+// schedule's tick (registered with Every or Rate) fails with an error
+// that says so.
 func Periodic[A any](c *Client, name, typ string, args A, opts ...EnqueueOption) (recruiter.Job, error) {
 	switch {
 	case c == nil:
@@ -37,20 +47,42 @@ func Periodic[A any](c *Client, name, typ string, args A, opts ...EnqueueOption)
 	case names.Check(typ) != nil:
 		return nil, fmt.Errorf("%w: task type: %v", ErrInvalidArgument, names.Check(typ))
 	}
-	if _, err := c.codec.Marshal(args); err != nil {
-		return nil, fmt.Errorf("%w: arguments of %s: %w", ErrInvalidArgument, typ, err)
+	payload, err := c.encode(typ, args)
+	if err != nil {
+		return nil, err
 	}
-	opts = append(opts[:len(opts):len(opts)], nil) // room for the tick's key
+	var given enqueueOptions
+	if applyOptions(&given, opts); given.uniqueSet {
+		return nil, fmt.Errorf("%w: periodic %s: Unique does not apply: each tick's task is unique by itself", ErrInvalidArgument, name)
+	}
+	// A tick's options are these with its key, checked with the longest
+	// key a tick has.
+	longest := tickKey(name, time.Date(2006, 1, 2, 15, 4, 5, 999999999, time.UTC))
+	base, err := queueOptions(typ, append(opts[:len(opts):len(opts)], Unique(longest, periodicUniqueFor)))
+	if err == nil {
+		err = c.st.Check(payload, storeOptions(base))
+	}
+	if errors.Is(err, queue.ErrInvalidArgument) {
+		return nil, fmt.Errorf("%w: periodic %s: %w", ErrInvalidArgument, name, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tasks: periodic %s: %w", name, err)
+	}
 	return recruiter.Func(name, func(ctx context.Context) (recruiter.Report, error) {
 		tick, ok := recruiter.Tick(ctx)
 		if !ok {
 			return recruiter.Report{}, fmt.Errorf("tasks: periodic job %s ran without a tick: register it with a Schedule", name)
 		}
-		tickOpts := append([]EnqueueOption(nil), opts...)
-		tickOpts[len(tickOpts)-1] = Unique(name+"@"+tick.UTC().Format(time.RFC3339Nano), periodicUniqueFor)
-		if _, err := Enqueue(ctx, c, typ, args, tickOpts...); err != nil {
-			return recruiter.Report{}, err
+		o := base
+		o.Unique = uniqueKey(typ, tickKey(name, tick))
+		if _, _, err := c.q.EnqueueWith(ctx, payload, o); err != nil {
+			return recruiter.Report{}, fmt.Errorf("tasks: periodic %s: enqueue %s: %w", name, typ, err)
 		}
 		return recruiter.Report{Items: 1}, nil
 	}), nil
+}
+
+// tickKey is the unique key of the periodic job name's task of tick.
+func tickKey(name string, tick time.Time) string {
+	return name + "@" + tick.UTC().Format(time.RFC3339Nano)
 }
