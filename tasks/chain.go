@@ -16,9 +16,11 @@ const (
 	chainStepsMax = qstore.ChainStepsMax
 )
 
-// Step is one task of a chain ([EnqueueChain]): its type and arguments,
-// which the client's codec encodes at the enqueue. A step made by [Pipe]
-// takes the previous step's result as its arguments instead.
+// Step is one task of a chain ([EnqueueChain]) or of a fan-out
+// ([EnqueueFanOut]): its type and arguments, which the client's codec
+// encodes at the enqueue. [Task.Step] makes one whose arguments are the
+// Task's. A step made by [Pipe] (or [Task.Pipe]) takes the previous
+// step's result as its arguments instead.
 type Step struct {
 	Type string
 	Args any

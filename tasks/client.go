@@ -138,7 +138,8 @@ func EnqueueMany[A any](ctx context.Context, c *Client, typ string, args []A, op
 // result that does not decode into R, one wrapping [ErrDecode]. When ctx
 // ends first the task stays queued and may still run. opts are
 // [Enqueue]'s: with [Unique], calls with one key while its task is live
-// share that task, and each gets its result.
+// share that task, and each gets its result. [Task.Call] is Call with the
+// type, A and R of a [Task], so that R is the handler's.
 func Call[A, R any](ctx context.Context, c *Client, typ string, args A, opts ...EnqueueOption) (R, error) {
 	var r R
 	id, err := Enqueue(ctx, c, typ, args, opts...)

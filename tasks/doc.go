@@ -3,27 +3,43 @@
 // calls that enqueue a task and wait for its typed result, chains and
 // fan-outs.
 //
+//	var resize = tasks.Define[ResizeArgs, Thumb]("resize")        // the type, its arguments and result
 //	mux := tasks.NewMux()
-//	err := tasks.Handle(mux, "resize", func(ctx context.Context, a ResizeArgs) (Thumb, error) { ... })
+//	err := resize.Handle(mux, func(ctx context.Context, a ResizeArgs) (Thumb, error) { ... })
 //	job, err := mux.Job(q, jobs.DrainConfig{})
 //	err = rec.Register(job, recruiter.JobConfig{Every: time.Second}) // paced by the recruiter
 //	// elsewhere, a client:
 //	c, err := tasks.NewClient(q)
-//	id, err := tasks.Enqueue(ctx, c, "resize", ResizeArgs{...})        // fire and forget
-//	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", args) // enqueue and wait
-//	id, err = tasks.EnqueueChain(ctx, c, []tasks.Step{{Type: "resize", Args: args}, tasks.Pipe("upload")})
-//	url, err := tasks.WaitChain[string](ctx, c, id)                    // the last step's result
-//	id, err = tasks.EnqueueFanOut(ctx, c, children, tasks.Step{Type: "zip", Args: dir})
-//	zip, err := tasks.WaitFanOut[string](ctx, c, id)                   // the final step's result
-//	id, err = tasks.Enqueue(ctx, c, "resize", args,                    // with options
+//	id, err := resize.Enqueue(ctx, c, ResizeArgs{...})           // fire and forget
+//	thumb, err := resize.Call(ctx, c, args)                      // enqueue and wait: a Thumb
+//	ids, err := resize.EnqueueMany(ctx, c, []ResizeArgs{...})    // up to 1,000 in one round trip
+//	id, err = tasks.EnqueueChain(ctx, c, []tasks.Step{resize.Step(args), upload.Pipe()})
+//	url, err := tasks.WaitChain[string](ctx, c, id)             // the last step's result
+//	id, err = tasks.EnqueueFanOut(ctx, c, children, zip.Step(dir))
+//	zip, err := tasks.WaitFanOut[string](ctx, c, id)            // the final step's result
+//	id, err = resize.Enqueue(ctx, c, args,                       // with options
 //		tasks.Delay(time.Minute), tasks.Attempts(10), tasks.Unique("cat.png", time.Hour))
+//
+// # Task types
+//
+// A [Task] is a task type (a name of [A-Za-z0-9._-]) with its argument
+// type A and its result type R, made by [Define] and shared by the code
+// that handles the task and the code that enqueues it: a handler, an
+// enqueue or a call that disagrees with it on A or R does not compile.
+// Its methods are this package's functions with the type filled in. The
+// functions take the type as a string ([Handle], [Enqueue],
+// [EnqueueMany], [Call], [Periodic], a [Step]'s Type): for types known
+// only at run time, they enqueue the same tasks, and a mismatch shows as
+// [ErrDecode] when the task runs. A chain's and a fan-out's results
+// ([WaitChain], [ChildResults], [PreviousResult]) are typed by the
+// caller, as their steps may be of any types.
 //
 // # Handlers and the job
 //
 // A [Mux] maps task types (names of [A-Za-z0-9._-]) to handlers, which
-// [Handle] registers with their argument and result types. [Mux.Job] is a
-// [jobs.Drain] of the queue, named "tasks.QUEUE", that dispatches each item
-// to the handler of its type: everything Drain promises holds (batches,
+// [Task.Handle] (or [Handle]) registers with their argument and result
+// types. [Mux.Job] is a [jobs.Drain] of the queue, named "tasks.QUEUE",
+// that dispatches each item to the handler of its type: everything Drain promises holds (batches,
 // budgets, leases, one round trip to settle a batch, a panic failing its
 // item alone). Like any Drain it maintains its queue, in the claims it
 // makes anyway: failed tasks are retried after the queue's backoff,
@@ -39,29 +55,37 @@
 //
 // # Clients
 //
-// A [Client] is a queue and a codec. [Enqueue] and [Call] are functions
-// taking the Client rather than methods, since methods cannot have type
+// A [Client] is a queue and a codec. Enqueues and calls take the Client
+// rather than being its methods, since methods cannot have type
 // parameters; a process that only submits tasks needs no Mux, and one
-// that only runs them needs no Client. [Call] waits with
+// that only runs them needs no Client. [Task.Call] (and [Call]) waits with
 // [queue.Queue.Wait]: a task that dies returns an error wrapping
-// [queue.ErrDead] with the cause, as text.
+// [queue.ErrDead] with the cause, as text. [Task.EnqueueMany] (and
+// [EnqueueMany]) adds many tasks of a type in one script call per 1,000.
+//
+// The same input fails every way of adding a task with an error wrapping
+// the same sentinel, and adds nothing: a nil Client, an invalid type,
+// arguments that the codec cannot encode or an option out of its bounds
+// [ErrInvalidArgument], a task above the queue's MaxPayload
+// [queue.ErrPayloadTooLarge].
 //
 // # Enqueue options
 //
-// [Enqueue] and [Call] take [EnqueueOption]s, which map to the queue's
+// Enqueues and calls take [EnqueueOption]s, which map to the queue's
 // [queue.EnqueueOptions]; with or without them, an enqueue is one script
 // call, one round trip. [Delay] makes a task due later: it waits among
 // the queue's delayed items until a claim of the job finds it due.
-// [Attempts]
-// gives a task its own number of attempts in place of the queue's
-// MaxAttempts. [Unique] gives it a key, per task type: while a task of
+// [Attempts] gives a task its own number of attempts in place of the
+// queue's MaxAttempts. [Unique] gives it a key, per task type: while a task of
 // that type enqueued with that key is pending, delayed or running, and
 // for at most the key's lifetime, another enqueue with it adds nothing
 // and returns the first task's id, atomically across processes and on a
 // Redis Cluster; a Call then waits for the first task's result. The key
 // is freed when that task succeeds, dies or is purged. Options out of
 // their bounds fail the enqueue with [ErrInvalidArgument] and add
-// nothing.
+// nothing. [EnqueueMany] gives each of its tasks the Delay and the
+// Attempts, and refuses Unique (a key stands for one task); [Periodic]
+// refuses Unique too, as each tick's task has a key of its own.
 //
 // # Chains
 //
@@ -99,7 +123,9 @@
 // children, [Attempts] to every child and the final step, and [Unique]
 // (per the final step's type) holds its key until the final step
 // succeeds or dies; a fan-out failed by a dead child holds it for its
-// ttl.
+// ttl. Tasks that need no final step are plain tasks: [EnqueueMany] adds
+// them in one call, and each runs at a plain task's cost, where a child
+// also counts its fan-out down.
 //
 // # Encoding
 //

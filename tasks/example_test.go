@@ -23,6 +23,11 @@ type Thumb struct {
 	Path string
 }
 
+// resize is the task type "resize", with its arguments and its result:
+// the handler and the callers share it, so they agree on both at compile
+// time.
+var resize = tasks.Define[ResizeArgs, Thumb]("resize")
+
 // Thumbnails made by the web servers' slices: a Mux holds the typed
 // handler, its job is registered with the recruiter, and a client calls
 // the task and waits for the typed result.
@@ -39,7 +44,7 @@ func ExampleMux() {
 	}
 
 	mux := tasks.NewMux()
-	err = tasks.Handle(mux, "resize", func(ctx context.Context, a ResizeArgs) (Thumb, error) {
+	err = resize.Handle(mux, func(ctx context.Context, a ResizeArgs) (Thumb, error) {
 		return Thumb{Path: fmt.Sprintf("thumbs/%d/%s", a.Width, a.Image)}, nil
 	})
 	if err != nil {
@@ -60,18 +65,18 @@ func ExampleMux() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	thumb, err := tasks.Call[ResizeArgs, Thumb](ctx, c, "resize", ResizeArgs{Image: "cat.png", Width: 128})
+	thumb, err := resize.Call(ctx, c, ResizeArgs{Image: "cat.png", Width: 128}) // a Thumb
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, queue.ErrDead) when every attempt failed
 	}
 	fmt.Println(thumb.Path)
 }
 
-// A nightly report, due in an hour, with three attempts, enqueued at most
-// once per day and customer however many servers ask: a second Enqueue
-// with the key, while the first task waits or runs, returns the first's
-// id. The queue's job (see the Mux example) runs it when it is due.
-func ExampleEnqueue() {
+// A report, due in an hour, with three attempts, enqueued at most once
+// per day and customer however many servers ask: a second Enqueue with
+// the key, while the first task waits or runs, returns the first's id.
+// The queue's job (see the Mux example) runs it when it is due.
+func ExampleTask_Enqueue() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	q, err := queue.New(rdb, "reports", queue.Config{})
 	if err != nil {
@@ -83,10 +88,57 @@ func ExampleEnqueue() {
 		log.Fatal(err)
 	}
 	day := time.Now().Format(time.DateOnly)
-	id, err := tasks.Enqueue(context.Background(), c, "report", ReportArgs{Customer: 42, Day: day},
+	id, err := report.Enqueue(context.Background(), c, ReportArgs{Customer: 42, Day: day},
 		tasks.Delay(time.Hour), tasks.Attempts(3), tasks.Unique(fmt.Sprintf("42/%s", day), 24*time.Hour))
 	if err != nil {
 		log.Fatal(err)
+	}
+	fmt.Println("report task", id)
+}
+
+// Every customer's report of the day, 1,000 tasks to a script call: one
+// round trip where Enqueue would make 1,000. Each has three attempts.
+func ExampleTask_EnqueueMany() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	q, err := queue.New(rdb, "reports", queue.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := tasks.NewClient(q)
+	if err != nil {
+		log.Fatal(err)
+	}
+	day := time.Now().Format(time.DateOnly)
+	args := make([]ReportArgs, 1000)
+	for i := range args {
+		args[i] = ReportArgs{Customer: i + 1, Day: day}
+	}
+	ids, err := report.EnqueueMany(context.Background(), c, args, tasks.Attempts(3))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(ids), "report tasks")
+}
+
+// A type known only at run time, here read from a request: the string
+// form enqueues the same task as the Task's method, and the handler's
+// types are checked when the task runs (ErrDecode on a mismatch).
+func ExampleEnqueue() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	q, err := queue.New(rdb, "reports", queue.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := tasks.NewClient(q)
+	if err != nil {
+		log.Fatal(err)
+	}
+	typ := "report" // from the request
+	id, err := tasks.Enqueue(context.Background(), c, typ, ReportArgs{Customer: 42, Day: time.Now().Format(time.DateOnly)})
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, tasks.ErrInvalidArgument) for a type that is not a name
 	}
 	fmt.Println("report task", id)
 }
@@ -95,3 +147,7 @@ type ReportArgs struct {
 	Customer int
 	Day      string
 }
+
+// report is the task type "report": a task whose result is not read
+// declares it struct{}.
+var report = tasks.Define[ReportArgs, struct{}]("report")

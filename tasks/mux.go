@@ -58,6 +58,7 @@ func NewMux(opts ...Option) *Mux {
 // arguments; what it returns is encoded as the task's result, which
 // [Call] returns, and an error fails the attempt, with its text as cause
 // (see [Mux.Job]). Since delivery is at least once, h must be idempotent.
+// [Task.Handle] is Handle with the type, A and R of a [Task].
 func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R, error)) error {
 	switch {
 	case m == nil:
