@@ -114,8 +114,8 @@ func checkStacks(t *testing.T, p *process) {
 		resp, body := httpDo(t, client, http.MethodPost, base+"/orders", fmt.Sprintf(`{"customer":%q,"item_id":3,"quantity":2}`, customer))
 		var placed orderResponse
 		if err := json.Unmarshal(body, &placed); err != nil || resp.StatusCode != http.StatusAccepted || placed.ID == "" ||
-			placed.Step != 1 || placed.Steps != 3 || placed.Task != reserveTask {
-			t.Fatalf("POST %s/orders: %s %s (%v), want 202, an id, step 1 of 3 (%s)", base, resp.Status, body, err, reserveTask)
+			placed.Step != 1 || placed.Steps != 3 || placed.Task != reserveTask.Type() {
+			t.Fatalf("POST %s/orders: %s %s (%v), want 202, an id, step 1 of 3 (%s)", base, resp.Status, body, err, reserveTask.Type())
 		}
 		eventually(t, "the order placed on "+base+" is sent", func(context.Context) error {
 			resp, body := httpDo(t, client, http.MethodGet, base+"/orders/"+placed.ID, "")
@@ -129,8 +129,8 @@ func checkStacks(t *testing.T, p *process) {
 			if resp.StatusCode != http.StatusOK || st.Status != sentStatus {
 				return fmt.Errorf("status %s %+v", resp.Status, st)
 			}
-			if st.Step != 3 || st.Task != confirmTask {
-				t.Errorf("GET %s/orders/%s: %s, want step 3 (%s) once sent", base, placed.ID, body, confirmTask)
+			if st.Step != 3 || st.Task != confirmTask.Type() {
+				t.Errorf("GET %s/orders/%s: %s, want step 3 (%s) once sent", base, placed.ID, body, confirmTask.Type())
 			}
 			if !strings.Contains(st.Confirmation, "Dear "+customer+", your order of 2 x item 3") {
 				t.Errorf("confirmation %q, want one to %s for 2 x item 3", st.Confirmation, customer)
@@ -169,8 +169,8 @@ func checkStacks(t *testing.T, p *process) {
 		if err != nil || st.GetStatus() != sentStatus {
 			return fmt.Errorf("%v, %v", st, err)
 		}
-		if st.GetStep() != 3 || st.GetSteps() != 3 || st.GetTask() != confirmTask || st.GetCause() != "" {
-			t.Errorf("OrderStatus of a sent order: %v, want step 3 of 3 (%s) and no cause", st, confirmTask)
+		if st.GetStep() != 3 || st.GetSteps() != 3 || st.GetTask() != confirmTask.Type() || st.GetCause() != "" {
+			t.Errorf("OrderStatus of a sent order: %v, want step 3 of 3 (%s) and no cause", st, confirmTask.Type())
 		}
 		if !strings.Contains(st.GetConfirmation(), "Dear tester-grpc") {
 			t.Errorf("confirmation %q, want one to tester-grpc", st.GetConfirmation())
@@ -315,7 +315,7 @@ func checkTasks(doc dashboard.Document) error {
 		if tk.Done < seedStale || tk.Dead != 0 {
 			return fmt.Errorf("task %+v, want at least %d done and none dead", tk, seedStale)
 		}
-		if tk.Type == confirmTask && tk.Retried == 0 {
+		if tk.Type == confirmTask.Type() && tk.Retried == 0 {
 			return fmt.Errorf("task %+v, want some retried", tk)
 		}
 	}

@@ -25,15 +25,19 @@ const (
 	maxQuantity = 100                    // per order
 )
 
-// The task types of an order's chain, in their order: reserve the stock,
-// charge the customer, send the confirmation.
-const (
-	reserveTask = "order.reserve"
-	chargeTask  = "order.charge"
-	confirmTask = "order.confirm"
+// The tasks of an order's chain, in their order, each with its arguments
+// and result: reserve the stock, charge the customer, send the
+// confirmation. Each step's result is the next one's arguments (the
+// chain pipes them), and the last one's, the confirmation, is the
+// chain's.
+var (
+	reserveTask = tasks.Define[order, reservation]("order.reserve")
+	chargeTask  = tasks.Define[reservation, payment]("order.charge")
+	confirmTask = tasks.Define[payment, string]("order.confirm")
 )
 
-var orderSteps = [...]string{reserveTask, chargeTask, confirmTask}
+// orderSteps are the chain's task types, as its status names them.
+var orderSteps = [...]string{reserveTask.Type(), chargeTask.Type(), confirmTask.Type()}
 
 // The statuses of an order, on every stack.
 const (
@@ -109,7 +113,7 @@ func (a *app) placeOrder(ctx context.Context, o order) (id string, err error) {
 func (a *app) enqueueOrder(ctx context.Context, o order) (string, error) {
 	o.Ref = rand.Text()
 	return tasks.EnqueueChain(ctx, a.client, []tasks.Step{
-		{Type: reserveTask, Args: o}, tasks.Pipe(chargeTask), tasks.Pipe(confirmTask)})
+		reserveTask.Step(o), chargeTask.Pipe(), confirmTask.Pipe()})
 }
 
 // orderProgress is where an order's chain is, on every stack.
@@ -179,9 +183,9 @@ func (a *app) chainProgress(ctx context.Context, id string) (orderProgress, erro
 // writes the same record.
 func (a *app) registerOrderTasks() error {
 	return errors.Join(
-		tasks.Handle(a.mux, reserveTask, a.reserve),
-		tasks.Handle(a.mux, chargeTask, a.charge),
-		tasks.Handle(a.mux, confirmTask, a.confirm),
+		reserveTask.Handle(a.mux, a.reserve),
+		chargeTask.Handle(a.mux, a.charge),
+		confirmTask.Handle(a.mux, a.confirm),
 	)
 }
 
