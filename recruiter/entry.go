@@ -50,7 +50,7 @@ func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *
 		e.ticks = newTicks(s, rcfg.tickDenseGap, now)
 		e.coolOff(e.ticks.plan(now))
 	}
-	e.stats.durations.init()
+	e.stats.init(now)
 	return e
 }
 

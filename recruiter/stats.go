@@ -134,6 +134,19 @@ func (r *Recruiter) Stats() Stats {
 	return s
 }
 
+// fleet is the number of processes visiting e as this process last
+// learnt it: automatic pace and schedules; 0 until learnt, and for a
+// fixed Rate.
+func (e *entry) fleet() float64 {
+	switch {
+	case e.ticks != nil:
+		return e.ticks.fleet.Load()
+	case e.lock.auto:
+		return e.pace.fleet(e.cfg.Every)
+	}
+	return 0
+}
+
 type jobStats struct {
 	gatedAtDraw atomic.Uint64 // the one counter of the draw's hot path, on a line of its own
 	windowEnd   atomic.Uint64 // automatic pace: gatedAtDraw at which a window of dismissed draws ends (see pace); never for a fixed rate
@@ -151,6 +164,14 @@ type jobStats struct {
 	durations                                          durationRing
 
 	pressured atomic.Uint64 // held back by the pressure gate; also in gatedLater
+
+	registered int64 // unix ns the job was registered in this process; set by init
+}
+
+// init readies s for a job registered at now.
+func (s *jobStats) init(now time.Time) {
+	s.registered = now.UnixNano()
+	s.durations.init()
 }
 
 func (s *jobStats) record(res result, now time.Time) {
@@ -199,11 +220,9 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 		Items:           s.items.Load(),
 	}
 	js.Pressured = s.pressured.Load()
-	if e.lock.auto {
-		js.Fleet = e.pace.fleet(e.cfg.Every)
-	}
+	js.Fleet = e.fleet()
 	if t := e.ticks; t != nil {
-		js.Schedule, js.Fleet, js.Late = t.sched.expr, t.fleet.Load(), time.Duration(t.late.Load())
+		js.Schedule, js.Late = t.sched.expr, time.Duration(t.late.Load())
 		if ms := t.want.Load(); ms != 0 {
 			js.NextTick = time.UnixMilli(ms)
 		}

@@ -34,6 +34,11 @@ type instruments struct {
 	evictRisk metric.Int64ObservableGauge
 	lastOK    metric.Float64ObservableGauge
 	nextTick  metric.Float64ObservableGauge
+	interval  metric.Float64ObservableGauge
+	since     metric.Float64ObservableGauge // registered
+	fleet     metric.Float64ObservableGauge
+	pressured metric.Int64ObservableCounter
+	breaker   metric.Int64ObservableGauge
 	observing metric.Registration // nil until observe, and after unobserve
 }
 
@@ -97,6 +102,35 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 		otel.Handle(err)
 		t.nextTick = nil
 	}
+	if t.interval, err = meter.Float64ObservableGauge(telemetry.MetricJobInterval,
+		metric.WithDescription("The job's Every: how often it should run, fleet-wide."),
+		metric.WithUnit("s")); err != nil {
+		otel.Handle(err)
+		t.interval = nil
+	}
+	if t.since, err = meter.Float64ObservableGauge(telemetry.MetricJobRegistered,
+		metric.WithDescription("When this process registered the job, unix seconds."),
+		metric.WithUnit("s")); err != nil {
+		otel.Handle(err)
+		t.since = nil
+	}
+	if t.fleet, err = meter.Float64ObservableGauge(telemetry.MetricJobFleet,
+		metric.WithDescription("The processes visiting the job, as this process last learnt it (automatic pace and schedules)."),
+		metric.WithUnit("{process}")); err != nil {
+		otel.Handle(err)
+		t.fleet = nil
+	}
+	if t.pressured, err = meter.Int64ObservableCounter(telemetry.MetricPressured,
+		metric.WithDescription("Slices the pressure gate held back because this process was busy, by job."),
+		metric.WithUnit("{slice}")); err != nil {
+		otel.Handle(err)
+		t.pressured = nil
+	}
+	if t.breaker, err = meter.Int64ObservableGauge(telemetry.MetricBreakerOpen,
+		metric.WithDescription("1 while this process's circuit breaker keeps recruitment away from Redis, else 0.")); err != nil {
+		otel.Handle(err)
+		t.breaker = nil
+	}
 	if t.evictRisk, err = meter.Int64ObservableGauge(telemetry.MetricRedisEvictionRisk,
 		metric.WithDescription("1 when the Redis server's maxmemory-policy may evict worksteal's keys, else 0."),
 		metric.WithUnit("1")); err != nil {
@@ -110,7 +144,8 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) *instrumen
 // each collection. It reads the same atomics as Stats, so it costs the
 // hot path nothing; [instruments.unobserve] ends it.
 func (t *instruments) observe(r *Recruiter) {
-	if t.jobRate == nil || t.jobPaused == nil || t.evictRisk == nil || t.lastOK == nil || t.nextTick == nil {
+	if t.jobRate == nil || t.jobPaused == nil || t.evictRisk == nil || t.lastOK == nil || t.nextTick == nil ||
+		t.interval == nil || t.since == nil || t.fleet == nil || t.pressured == nil || t.breaker == nil {
 		return // already reported to otel.Handle
 	}
 	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -129,7 +164,20 @@ func (t *instruments) observe(r *Recruiter) {
 			if tk := e.ticks; tk != nil && tk.want.Load() != 0 {
 				o.ObserveFloat64(t.nextTick, float64(tk.want.Load())/1e3, job)
 			}
+			if e.cfg.Every > 0 {
+				o.ObserveFloat64(t.interval, e.cfg.Every.Seconds(), job)
+			}
+			o.ObserveFloat64(t.since, float64(e.stats.registered)/1e9, job)
+			if fleet := e.fleet(); fleet > 0 {
+				o.ObserveFloat64(t.fleet, fleet, job)
+			}
+			o.ObserveInt64(t.pressured, int64(e.stats.pressured.Load()), job)
 		}
+		var open int64
+		if r.breaker.isOpen() {
+			open = 1
+		}
+		o.ObserveInt64(t.breaker, open)
 		if ev := r.evictionState(); ev.policy != "" {
 			var risk int64
 			if ev.risk != "" {
@@ -138,7 +186,7 @@ func (t *instruments) observe(r *Recruiter) {
 			o.ObserveInt64(t.evictRisk, risk, metric.WithAttributeSet(attribute.NewSet(telemetry.AttrEvictionPolicy.String(ev.policy))))
 		}
 		return nil
-	}, t.jobRate, t.jobPaused, t.evictRisk, t.lastOK, t.nextTick)
+	}, t.jobRate, t.jobPaused, t.evictRisk, t.lastOK, t.nextTick, t.interval, t.since, t.fleet, t.pressured, t.breaker)
 	if err != nil {
 		otel.Handle(err)
 		return

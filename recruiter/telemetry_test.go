@@ -3,6 +3,7 @@ package recruiter_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,5 +234,132 @@ func TestLastSuccessAndNextTickGauges(t *testing.T) {
 	}
 	if lastOK, _ = collect(); lastOK["fixed"] != first {
 		t.Errorf("%s moved to %v on a failed slice, want %v", telemetry.MetricJobLastSuccess, lastOK["fixed"], first)
+	}
+}
+
+// gaugeValues collects reader once and returns each metric's values by
+// job ("" for a metric without one), whatever its number type: gauges
+// and the observable counter alike.
+func gaugeValues(t *testing.T, reader sdkmetric.Reader) map[string]map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]float64{}
+	add := func(name string, attrs attribute.Set, v float64) {
+		if got[name] == nil {
+			got[name] = map[string]float64{}
+		}
+		job, _ := attrs.Value(telemetry.AttrJob)
+		got[name][job.AsString()] = v
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Gauge[float64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, dp.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, float64(dp.Value))
+				}
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					add(m.Name, dp.Attributes, float64(dp.Value))
+				}
+			}
+		}
+	}
+	return got
+}
+
+// TestPaceAndPressureGauges: a job's interval (its Every, absent without
+// one), when this process registered it, the fleet it learnt (absent
+// until learnt) and the slices pressure held back, by job; each the value
+// that Stats shows.
+func TestPaceAndPressureGauges(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	clock, pressure := newManualClock(), &fakePressure{}
+	var drawAuto atomic.Bool // roll past chore's half, to auto's
+	roll := func() float64 {
+		if drawAuto.Load() {
+			return 0.6 // chore 0.5, auto 0.25, nightly 0.25
+		}
+		return 0
+	}
+	b := setup(t, recruiter.WithPressureRead(recruiter.Hooked(recruiter.Config{
+		Inline: true, MeterProvider: mp, Pressure: recruiter.PressureDefault,
+	}, roll, clock.Now), pressure.read))
+	registered := float64(clock.Now().UnixNano()) / 1e9
+	mustRegister(t, b.rec, recruiter.Func("chore", noop), recruiter.JobConfig{Rate: 0.5})
+	mustRegister(t, b.rec, recruiter.Func("auto", noop), recruiter.JobConfig{Every: time.Minute})
+	mustRegister(t, b.rec, recruiter.Func("nightly", noop), recruiter.JobConfig{Schedule: "0 3 * * *"})
+
+	got := gaugeValues(t, reader)
+	if iv := got[telemetry.MetricJobInterval]; len(iv) != 1 || iv["auto"] != 60 {
+		t.Errorf("%s = %v, want auto's 60 (s) alone: chore has a Rate, nightly a Schedule", telemetry.MetricJobInterval, iv)
+	}
+	if reg := got[telemetry.MetricJobRegistered]; len(reg) != 3 || reg["chore"] != registered || reg["auto"] != registered || reg["nightly"] != registered {
+		t.Errorf("%s = %v, want %v (the clock at registration) for each of the 3 jobs", telemetry.MetricJobRegistered, reg, registered)
+	}
+	if pr := got[telemetry.MetricPressured]; len(pr) != 3 || pr["chore"] != 0 {
+		t.Errorf("%s = %v, want 0 for each of the 3 jobs", telemetry.MetricPressured, pr)
+	}
+	if fl := got[telemetry.MetricJobFleet]; len(fl) != 0 {
+		t.Errorf("%s = %v before any visit, want none", telemetry.MetricJobFleet, fl)
+	}
+
+	pressure.set(5 * time.Millisecond) // above the 1ms default
+	for range 3 {
+		b.rec.Enlist(context.Background())
+		clock.Advance(30 * time.Millisecond)
+	}
+	if pr := gaugeValues(t, reader)[telemetry.MetricPressured]; pr["chore"] != 3 {
+		t.Errorf("%s of chore = %v after 3 draws under pressure, want 3", telemetry.MetricPressured, pr["chore"])
+	}
+
+	pressure.set(0)
+	drawAuto.Store(true)
+	clock.Advance(time.Second)
+	b.rec.Enlist(context.Background()) // auto's first visit: the acquire's reply counts the fleet
+	st := b.rec.Stats()
+	fleet := map[string]float64{}
+	for _, js := range st.Jobs {
+		if js.Fleet > 0 {
+			fleet[js.Name] = js.Fleet
+		}
+	}
+	if fl := gaugeValues(t, reader)[telemetry.MetricJobFleet]; !maps.Equal(fl, fleet) {
+		t.Errorf("%s = %v, want what Stats shows, %v", telemetry.MetricJobFleet, fl, fleet)
+	}
+	if fleet["auto"] == 0 {
+		t.Errorf("stats %+v: auto learnt no fleet from its visit", st.Jobs)
+	}
+}
+
+// TestBreakerGauge: 0 while the breaker is closed, 1 once Redis failed
+// and it opened, without a job attribute.
+func TestBreakerGauge(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	b := setup(t, recruiter.Hooked(recruiter.Config{BreakerThreshold: 1, Inline: true, MeterProvider: mp, RedisTimeout: time.Second}, fixedRoll(0), nil))
+	mustRegister(t, b.rec, recruiter.Func("chore", noop), recruiter.JobConfig{Rate: 1})
+	if open := gaugeValues(t, reader)[telemetry.MetricBreakerOpen]; len(open) != 1 || open[""] != 0 {
+		t.Errorf("%s = %v with Redis up, want 0 and no job", telemetry.MetricBreakerOpen, open)
+	}
+	b.srv.Kill()
+	b.rec.Enlist(context.Background())
+	if !b.rec.Stats().BreakerOpen {
+		t.Fatal("a failed lock call at threshold 1 left the breaker closed")
+	}
+	if open := gaugeValues(t, reader)[telemetry.MetricBreakerOpen]; open[""] != 1 {
+		t.Errorf("%s = %v with the breaker open, want 1", telemetry.MetricBreakerOpen, open)
 	}
 }

@@ -20,6 +20,15 @@
 //   - [MetricRecruitments]: counter, by job and outcome.
 //   - [MetricSliceDuration]: histogram in seconds, by job and outcome, for slices that ran.
 //   - [MetricItems]: counter of items processed, by job.
+//   - [MetricPressured]: counter of slices the pressure gate held back, by job.
+//   - Gauges by job, read from the recruiter's own counters at each
+//     collection: [MetricJobRate], [MetricJobPaused], [MetricJobInterval],
+//     [MetricJobRegistered], [MetricJobFleet], [MetricJobLastSuccess],
+//     [MetricJobNextTick]; and [MetricBreakerOpen], [MetricRedisEvictionRisk].
+//   - [MetricQueueDepth] by [AttrQueue] and [AttrQueueState] (the Queue
+//     states), and [MetricQueueOldestPending]: what a depth job (package
+//     jobs, QueueDepth) last read, reported for a while by the process
+//     that read it; aggregate them with max, never sum.
 //   - [MetricTaskAttempts]: counter of task attempts, by [AttrTaskType] and
 //     [AttrTaskOutcome] (TaskDone, TaskRetried, TaskDead); recorded by a
 //     tasks Mux, whose meter provider is its WithMeterProvider option.

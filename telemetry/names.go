@@ -22,6 +22,9 @@ const (
 
 	AttrEvictionPolicy attribute.Key = "worksteal.redis.maxmemory_policy" // the Redis server's maxmemory-policy
 
+	AttrQueue      attribute.Key = "worksteal.queue"       // a queue's name
+	AttrQueueState attribute.Key = "worksteal.queue.state" // a [QueueState] of the queue's items
+
 	AttrTaskType    attribute.Key = "worksteal.task.type"    // a task's type (package tasks)
 	AttrTaskOutcome attribute.Key = "worksteal.task.outcome" // a task attempt's outcome: TaskDone, TaskRetried or TaskDead
 )
@@ -45,6 +48,36 @@ const (
 	// MetricJobNextTick is a gauge, by job: a scheduled job's next tick as
 	// this process plans to visit it, in unix seconds.
 	MetricJobNextTick = "worksteal.job.next_tick"
+	// MetricJobInterval is a gauge, by job: its Every in seconds; absent
+	// for a job without Every (a fixed Rate alone, or a Schedule). "Not
+	// run for three intervals" compares [MetricJobLastSuccess] with it.
+	MetricJobInterval = "worksteal.job.interval"
+	// MetricJobRegistered is a gauge, by job: when this process registered
+	// the job, in unix seconds: where "not run for three intervals" counts
+	// from in a fleet where no process has run the job yet.
+	MetricJobRegistered = "worksteal.job.registered"
+	// MetricJobFleet is a gauge, by job: the number of processes visiting
+	// the job as this process last learnt it (automatic pace and
+	// schedules); absent until learnt.
+	MetricJobFleet = "worksteal.job.fleet"
+	// MetricPressured is a counter, by job: the slices that the pressure
+	// gate held back because this process was busy (recruiter
+	// Config.Pressure); the job is drawn again later.
+	MetricPressured = "worksteal.pressured"
+	// MetricBreakerOpen is a gauge: 1 while this process's circuit
+	// breaker keeps recruitment away from Redis, else 0.
+	MetricBreakerOpen = "worksteal.breaker.open"
+	// MetricQueueDepth is a gauge, by queue ([AttrQueue]) and state
+	// ([AttrQueueState]): the items a queue holds in each state, as a
+	// depth job read them (package jobs, QueueDepth). One process reports
+	// a reading, for a short while after it made it: aggregate with max
+	// by queue and state, never sum.
+	MetricQueueDepth = "worksteal.queue.depth"
+	// MetricQueueOldestPending is a gauge, by queue: how long the item
+	// next in line had waited since it last became pending, in seconds,
+	// when a depth job read it; 0 when nothing is pending. Aggregate with
+	// max by queue.
+	MetricQueueOldestPending = "worksteal.queue.oldest_pending"
 	// MetricRedisEvictionRisk is a gauge, by maxmemory-policy (attribute
 	// [AttrEvictionPolicy]): 1 when the Redis server's policy may evict
 	// worksteal's keys (any but noeviction), else 0; absent until the
@@ -56,6 +89,19 @@ const (
 	// MetricTaskRunning is an up-down counter, by task type: the attempts
 	// in their handler in this process now.
 	MetricTaskRunning = "worksteal.task.running"
+)
+
+// The states of a queue's items in [MetricQueueDepth]: the values of
+// [AttrQueueState]. Expired items are among the leased ones and due items
+// among the delayed: add pending, leased, delayed and dead for the whole,
+// never expired or due.
+const (
+	QueuePending = "pending" // waiting to be claimed
+	QueueLeased  = "leased"  // claimed, not yet settled
+	QueueExpired = "expired" // leased past their deadline: the next claim hands them back
+	QueueDelayed = "delayed" // waiting for a retry, or enqueued with a delay
+	QueueDue     = "due"     // delayed whose time has come
+	QueueDead    = "dead"    // dead letters
 )
 
 // The outcomes of a task attempt: the values of [AttrTaskOutcome].
