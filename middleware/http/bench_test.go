@@ -35,8 +35,9 @@ func BenchmarkEndAfterSliceStart(b *testing.B) {
 			}
 			starts := make(chan start, 16)
 			rig.SetJob(func(ctx context.Context) (recruiter.Report, error) {
+				request, _ := ctx.Value(requestKey{}).(int64)
 				select {
-				case starts <- start{ctx.Value(requestKey{}).(int64), time.Now()}:
+				case starts <- start{request, time.Now()}:
 				default:
 				}
 				return recruiter.Report{Items: 1, More: true}, nil // backlog remains: no rest after the slice
@@ -62,7 +63,8 @@ func BenchmarkEndAfterSliceStart(b *testing.B) {
 			rig.Draw()
 
 			var gaps []time.Duration
-			missed := 0 // requests whose slice did not start (gated on a busy machine)
+			missed := 0  // requests whose slice did not start (gated on a busy machine)
+			drained := 0 // the rig's runs read
 			for b.Loop() {
 				resp, err := client.Get(srv.URL)
 				if err != nil {
@@ -76,7 +78,7 @@ func BenchmarkEndAfterSliceStart(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				request := requests.Load()
+				request, deadline := requests.Load(), time.After(time.Second)
 			wait:
 				for {
 					select {
@@ -85,12 +87,18 @@ func BenchmarkEndAfterSliceStart(b *testing.B) {
 							gaps = append(gaps, time.Unix(0, lastWrite.Load()).Sub(s.at))
 							break wait
 						}
-					case <-time.After(time.Second):
+					case <-deadline:
 						missed++
 						break wait
 					}
 				}
+				if missed > 10 {
+					b.Fatalf("%d requests' slices did not start: %+v", missed, rig.Rec.Stats())
+				}
 				rig.Settle(b)
+				for ; drained < rig.Started(); drained++ {
+					rig.NextRun(b) // the rig's record of runs is bounded: a full one would block the job
+				}
 			}
 			if len(gaps) == 0 {
 				b.Fatalf("no slice started: %+v", rig.Rec.Stats())

@@ -36,7 +36,7 @@ const (
 type Response struct {
 	w        http.ResponseWriter // the writer below
 	wrapped  http.ResponseWriter // the writer the handler gets
-	head     bool                // a HEAD request: no body, no Content-Length of ours
+	head     bool                // a HEAD request: net/http drops its body
 	state    state
 	status   int         // the first final status written, 0 for none yet
 	explicit bool        // the held status was written, not implied by a write
@@ -238,10 +238,12 @@ func (r *Response) spill() {
 }
 
 // sizable reports whether the held response may be given a Content-Length
-// of its body's length: one with a body, none set by the handler, no
-// other framing and no trailers (which need chunking).
+// of its body's length, as net/http gives one: a status that has a body,
+// no length set by the handler, no other framing, no trailers (which need
+// chunking) when the status was written; for a HEAD request, whose body
+// net/http drops, only if the handler wrote one.
 func (r *Response) sizable() bool {
-	if r.head || r.status == http.StatusNoContent || r.status == http.StatusNotModified {
+	if r.head && len(r.body) == 0 || r.status == http.StatusNoContent || r.status == http.StatusNotModified {
 		return false
 	}
 	for _, k := range []string{"Content-Length", "Transfer-Encoding", "Trailer"} {
@@ -249,7 +251,10 @@ func (r *Response) sizable() bool {
 			return false
 		}
 	}
-	for k := range r.w.Header() {
+	// net/http looks for trailers in the header as it stood at the
+	// status, as here: a small body whose trailers were set after it goes
+	// out with a Content-Length, and without them.
+	for k := range r.header {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			return false
 		}
