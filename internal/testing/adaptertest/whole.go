@@ -72,24 +72,25 @@ func wholeResponseBeforeTheSlice(t *testing.T, h HTTPHost, inline bool) {
 		if st.conn == nil {
 			t.Fatalf("%s: the slice's context lacks the request's values", a.Name)
 		}
+		var err error
+		replyRead := false
 		if inline {
 			if chunked[a.Name] {
 				select {
-				case err := <-replied:
+				case err = <-replied:
+					replyRead = true
 					t.Errorf("%s: the chunked response ended (%v) while its inline slice ran", a.Name, err)
-					replied <- err
 				case <-time.After(20 * time.Millisecond):
 				}
-			} else if err := <-replied; err != nil {
+			} else if err, replyRead = <-replied, true; err != nil {
 				t.Errorf("%s: the response could not be read whole while its inline slice ran: %v", a.Name, err)
-				replied <- nil
-			} else {
-				replied <- nil
 			}
 			release <- struct{}{}
 		}
-		if err := <-replied; err != nil {
-			t.Errorf("%s: %v", a.Name, err)
+		if !replyRead {
+			if err = <-replied; err != nil {
+				t.Errorf("%s: %v", a.Name, err)
+			}
 		}
 		e.settle(t)
 		all := st.conn.sent()
