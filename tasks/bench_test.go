@@ -124,3 +124,62 @@ func (bytesCodec) Unmarshal(data []byte, v any) error {
 	*p = data
 	return nil
 }
+
+// BenchmarkEnqueueMany enqueues b.N tasks of addArgs: "enqueue" one
+// Enqueue each, "many-K" EnqueueMany of K tasks at a time, "many-1000+opts"
+// the same with Delay and Attempts. ns/op and roundtrips/op are per task.
+// Each variant has its own throw-away redis-server, and the first call
+// (which dials and loads the script) is made before the timer starts.
+func BenchmarkEnqueueMany(b *testing.B) {
+	args := addArgs{A: 1, B: 2, Label: "a label of some size"}
+	for _, v := range []struct {
+		name string
+		k    int // 0: Enqueue
+		opts []tasks.EnqueueOption
+	}{
+		{"enqueue", 0, nil},
+		{"many-10", 10, nil},
+		{"many-100", 100, nil},
+		{"many-1000", 1000, nil},
+		{"many-1000+opts", 1000, []tasks.EnqueueOption{tasks.Delay(time.Hour), tasks.Attempts(3)}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			rdb := redistest.Start(b).Client(b)
+			rt := &redistest.RoundTrips{}
+			rdb.AddHook(rt)
+			c, err := tasks.NewClient(newQueue(b, rdb, "bench", queue.Config{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			batch := make([]addArgs, max(v.k, 1))
+			for i := range batch {
+				batch[i] = args
+			}
+			if _, err := tasks.EnqueueMany(ctx, c, "add", batch[:1], v.opts...); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tasks.Enqueue(ctx, c, "add", args, v.opts...); err != nil {
+				b.Fatal(err)
+			}
+			before := rt.Load()
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				if v.k == 0 {
+					if _, err := tasks.Enqueue(ctx, c, "add", args, v.opts...); err != nil {
+						b.Fatal(err)
+					}
+					done++
+					continue
+				}
+				n := min(v.k, b.N-done)
+				if _, err := tasks.EnqueueMany(ctx, c, "add", batch[:n], v.opts...); err != nil {
+					b.Fatal(err)
+				}
+				done += n
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(rt.Load()-before)/float64(b.N), "roundtrips/op")
+		})
+	}
+}
