@@ -54,8 +54,8 @@ func TestJobOnCluster(t *testing.T) {
 }
 
 // Enqueue options on a 3-master cluster, on three queues (three slots):
-// 20 concurrent unique enqueues add one task, a delayed task waits, and a
-// task's own attempts dead-letter it.
+// 20 concurrent unique enqueues add one task, a delayed task (and two of
+// one EnqueueMany) waits, and a task's own attempts dead-letter it.
 func TestEnqueueOptionsOnCluster(t *testing.T) {
 	t.Parallel()
 	cc := redistest.StartCluster(t).Client(t)
@@ -84,15 +84,21 @@ func TestEnqueueOptionsOnCluster(t *testing.T) {
 			}
 			later := mustEnqueueWith(t, b.client, "add", addArgs{A: 100}, tasks.Delay(50*time.Millisecond))
 			failing := mustEnqueueWith(t, b.client, "fail", 0, tasks.Attempts(2))
-			if d, err := b.q.Depth(ctx); err != nil || d.Pending != 2 || d.Delayed != 1 {
-				t.Fatalf("Depth = %+v, %v; want 2 pending, 1 delayed", d, err)
+			many, err := addTask.EnqueueMany(ctx, b.client, []addArgs{{A: 200}, {A: 300}}, tasks.Delay(50*time.Millisecond), tasks.Attempts(2))
+			if err != nil || len(many) != 2 {
+				t.Fatalf("EnqueueMany = %v, %v", many, err)
+			}
+			if d, err := b.q.Depth(ctx); err != nil || d.Pending != 2 || d.Delayed != 3 {
+				t.Fatalf("Depth = %+v, %v; want 2 pending, 3 delayed", d, err)
 			}
 			b.drive(t, "every task done or dead", func() bool {
 				d, err := b.q.Depth(ctx)
 				return err == nil && fmtDepth(d) == fmtDepth(queue.Depth{Dead: 1})
 			})
-			if res, err := b.q.Result(ctx, later); err != nil || string(res) != `{"Sum":100,"Label":""}` {
-				t.Fatalf("the delayed task's Result = %s, %v", res, err)
+			for id, want := range map[string]string{later: `{"Sum":100,"Label":""}`, many[0]: `{"Sum":200,"Label":""}`, many[1]: `{"Sum":300,"Label":""}`} {
+				if res, err := b.q.Result(ctx, id); err != nil || string(res) != want {
+					t.Fatalf("the delayed task %s's Result = %s, %v; want %s", id, res, err, want)
+				}
 			}
 			if dead, err := b.q.Dead(ctx, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
 				t.Fatalf("Dead = %+v, %v; want %s after 2 attempts", dead, err, failing)
