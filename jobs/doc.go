@@ -14,16 +14,20 @@
 //   - [TidyStale] hands a queue's expired leases back, and [PromoteDue]
 //     moves its delayed items whose time has come: what a Drain's claims
 //     do already, for a queue that no Drain works (see below).
+//   - [QueueDepth] reads a queue's depth, once per Every fleet-wide, for
+//     the gauges that dashboards and alerts read (see below).
 //   - [EvictExpired] removes the expired fields of an [exphash.Hash].
 //   - [EvictExpiredMembers] removes the expired members of a sorted set
 //     scored by expiry time.
 //
 // Each takes a config struct whose zero value is valid and which embeds
 // [Batching], the settings they share (Batch, MaxBatches, Name,
-// RedisTimeout), with defaults per job documented on each config. Each
+// RedisTimeout), with defaults per job documented on each config;
+// QueueDepth, which makes one call a slice, takes Name and RedisTimeout
+// alone. Each
 // derives a stable name from its queue or key ("tidy.QUEUE",
-// "drain.QUEUE", "promote.QUEUE", "evict.KEY", "evict-members.KEY"), which
-// Batching's Name overrides: two jobs with the same name share one lock.
+// "drain.QUEUE", "promote.QUEUE", "depth.QUEUE", "evict.KEY",
+// "evict-members.KEY"), which the config's Name overrides: two jobs with the same name share one lock.
 // [BatchJob] makes a job of the same kind from a step of one's own.
 //
 // # Slices and batches
@@ -61,6 +65,15 @@
 // and a handler that panics fails only its own item. Batching is in the
 // Redis calls (one claim and one settle per batch) rather than in the
 // handler.
+//
+// # A queue's depth as metrics
+//
+// [QueueDepth] makes a metric of [queue.Queue.Depth] without a Redis call
+// per scrape: its slices read the depth (one script call in O(log n)),
+// one process at a time under the job's lock, and the process that read
+// reports the reading as gauges for [DepthConfig].MaxAge. A panel or an
+// alert takes max by queue and state across the processes; summing would
+// count a queue once per process that reports it.
 //
 // # Expiring hashes and sorted sets
 //

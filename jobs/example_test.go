@@ -136,3 +136,27 @@ func ExampleBatchJob() {
 	// trim-backlog: {Items:200 More:true}
 	// trim-backlog: {Items:50 More:false}
 }
+
+// A queue's depth by state and its oldest pending item as Prometheus
+// gauges (through an otel MeterProvider), read by one process at a time
+// every 15s: one Redis call per 15s for the fleet, none per scrape.
+// Panels take max by queue and state of what the processes report.
+func ExampleQueueDepth() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rec, err := recruiter.New(rdb, recruiter.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rec.Shutdown(context.Background())
+	q, err := queue.New(rdb, "thumbnails", queue.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	depth, err := jobs.QueueDepth(q, jobs.DepthConfig{MaxAge: 45 * time.Second}) // the otel global MeterProvider
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := rec.Register(depth, recruiter.JobConfig{Every: 15 * time.Second}); err != nil {
+		log.Fatal(err)
+	}
+}
