@@ -139,7 +139,7 @@ func TestScheduleRunsEachTickOnce(t *testing.T) {
 	}
 }
 
-// TestScheduleCatchesUpOnce: Redis stopped across four ticks (of a
+// TestScheduleCatchesUpOnce: Redis stopped across five ticks (of a
 // schedule every 3 s), and back 200 ms after the last of them; the fleet
 // runs that latest missed tick once as soon as it reaches Redis (the
 // breaker's probe, within about a second), not each missed one, and then
@@ -152,7 +152,7 @@ func TestScheduleCatchesUpOnce(t *testing.T) {
 	time.Sleep(4 * time.Second) // running: a span, not a wait for an event
 	stopped := time.Now()
 	srv.Pause()
-	last := stopped.Truncate(3 * time.Second).Add(12 * time.Second) // four ticks on
+	last := stopped.Truncate(3 * time.Second).Add(15 * time.Second) // five ticks on
 	time.Sleep(time.Until(last.Add(200 * time.Millisecond)))
 	resumed := time.Now()
 	srv.Resume()
