@@ -64,6 +64,9 @@
 //     leases of crashed workers: the queue needs no other job.
 //   - evict.sessions removes expired sessions (jobs.EvictExpired).
 //   - refresh-popular reloads the most read items before they expire.
+//   - depth.orders reads the orders queue's depth every 5s, fleet-wide,
+//     for the metrics (jobs.QueueDepth): worksteal.queue.depth by state
+//     and worksteal.queue.oldest_pending.
 //
 // At start the example seeds a worker's "crash" (orders claimed with a
 // 1ms lease and abandoned) and expired sessions, so that every chore has
@@ -80,7 +83,10 @@
 // variables set, spans go out over OTLP (http/protobuf by default, grpc
 // with OTEL_EXPORTER_OTLP_PROTOCOL=grpc). otelhttp, otelecho and otelgrpc
 // make the request spans, so that each worksteal.recruit span links to the
-// request that lent its time.
+// request that lent its time. /metrics speaks OpenMetrics to a scraper
+// that asks for it, with exemplars: the trace id of a recruit span on the
+// bucket of worksteal.slice.duration its slice fell in. The Grafana
+// dashboard and alert rules of deploy/ read these metrics.
 //
 // SIGINT or SIGTERM stops the traffic, drains the servers, waits for the
 // slices in flight, flushes the exporters and exits 0. A second SIGINT

@@ -231,6 +231,7 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 		"tasks.orders":    func(n uint64) bool { return n >= uint64(len(orderSteps))*(seedStale+3) }, // a step is an item
 		"evict.sessions":  func(n uint64) bool { return n == seedExpired },
 		"refresh-popular": func(n uint64) bool { return n > 0 },
+		"depth.orders":    func(n uint64) bool { return n == 0 }, // a reading is no item
 	}
 	eventually(t, "every job did its work", func(context.Context) error {
 		_, body := httpDo(t, client, http.MethodGet, "http://"+adminAddr+"/debug/worksteal?format=json", "")

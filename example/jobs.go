@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -16,12 +18,22 @@ import (
 // crashed worker would.
 const seedStale = 12
 
+// depthEvery is how often, fleet-wide, depth.orders reads the queue's
+// depth for the metrics; depthMaxAge how long a process reports its
+// reading.
+const (
+	depthEvery  = 5 * time.Second
+	depthMaxAge = 15 * time.Second
+)
+
 // registerJobs gives the recruiter the shop's chores: the tasks job runs
 // the orders' steps (each a queue item: reserve, then charge, then
 // confirm), and its claims also bring back due retries and a crashed
 // worker's expired leases, so the queue needs no other job; each chore runs at most once per Every across all the
 // processes sharing the Redis, and sooner again while a backlog remains.
-func (a *app) registerJobs() error {
+// depth.orders reads the queue's depth for the metrics (meters), one
+// process at a time.
+func (a *app) registerJobs(meters metric.MeterProvider) error {
 	drain, err := a.mux.Job(a.orders, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
 	if err != nil {
 		return err
@@ -32,8 +44,15 @@ func (a *app) registerJobs() error {
 	if err != nil {
 		return err
 	}
+	// Reported for 15s after each reading: about three readings' worth,
+	// so that some process always reports one.
+	depth, err := jobs.QueueDepth(a.orders, jobs.DepthConfig{MaxAge: depthMaxAge, MeterProvider: meters})
+	if err != nil {
+		return err
+	}
 	// Every alone: the recruiter paces each job, whatever the traffic.
 	return errors.Join(
+		a.rec.Register(depth, recruiter.JobConfig{Every: depthEvery}),
 		a.rec.Register(drain, recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 500 * time.Millisecond}),
 		a.rec.Register(evict, recruiter.JobConfig{Every: time.Second}),
 		a.rec.Register(recruiter.Func("refresh-popular", a.refreshPopular),

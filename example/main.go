@@ -190,7 +190,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err := a.seed(ctx, out); err != nil {
 		return errors.Join(fmt.Errorf("seed: %w", err), rec.Shutdown(ctx))
 	}
-	if err := a.registerJobs(); err != nil {
+	if err := a.registerJobs(tel.meters); err != nil {
 		return errors.Join(err, rec.Shutdown(ctx))
 	}
 	srv, err := a.serve(lns, tel, logger, o.traceURL)

@@ -31,7 +31,7 @@ type otelSetup struct {
 	meters      *sdkmetric.MeterProvider
 	tracers     *sdktrace.TracerProvider
 	propagators propagation.TextMapPropagator
-	metrics     http.Handler // Prometheus exposition, mounted at /metrics on the admin port
+	metrics     http.Handler // Prometheus exposition (OpenMetrics with exemplars when asked), mounted at /metrics on the admin port
 }
 
 // setupOtel makes an SDK MeterProvider read by a Prometheus exporter, and
@@ -57,7 +57,10 @@ func setupOtel(ctx context.Context, out io.Writer) (*otelSetup, error) {
 	s := &otelSetup{
 		meters:      sdkmetric.NewMeterProvider(sdkmetric.WithReader(prom), sdkmetric.WithResource(res)),
 		propagators: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		// OpenMetrics when the scraper asks for it (Prometheus does): the
+		// only format that carries exemplars, the trace ids of recruit
+		// spans on worksteal.slice.duration's buckets.
+		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}),
 	}
 
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
