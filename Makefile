@@ -98,11 +98,13 @@ bench-pace: redis-server
 	$(GOMOD) -C bench build -o "$(BIN)/worksteal-bench" .
 	"$(BIN)/worksteal-bench" -pace $(ARGS)
 
-# go vet and staticcheck in every module; the browser tests (build tag
-# browser) are vetted too, without needing Chromium.
+# go vet and staticcheck in every module; the browser and Prometheus
+# tests (build tags browser, prometheus) are vetted too, without needing
+# Chromium or Prometheus.
 lint:
 	$(call each,$(GOMOD) vet ./... && $(GOMOD) run $(STATICCHECK) ./...)
 	cd test && $(GOMOD) vet -tags browser ./browser/ && $(GOMOD) run $(STATICCHECK) -tags browser ./browser/
+	cd test && $(GOMOD) vet -tags prometheus ./prometheus/ && $(GOMOD) run $(STATICCHECK) -tags prometheus ./prometheus/
 
 # The tests start their own redis-server processes: REDIS_SERVER when set,
 # else redis-server on PATH, installed when missing and we can
@@ -138,6 +140,28 @@ chromium:
 	  else \
 	    echo "/usr/bin/chromium is missing: install Chromium with your package manager (the browser test drives it)" >&2; exit 1; \
 	  fi; }
+
+# The Grafana dashboard and the alert rules (deploy/) against a real
+# Prometheus (test/prometheus, build tag prometheus): promtool checks the
+# rules and runs their unit tests, a fleet of example processes is
+# scraped and every panel's query returns data, a stuck job fires the
+# "not run" alert; installs Debian's prometheus package (prometheus and
+# promtool) when missing, else says how. Each test starts its own
+# prometheus on a free port, never the system's service.
+.PHONY: test-prometheus prometheus
+test-prometheus: redis-server prometheus
+	cd test && $(GOMOD) vet -tags prometheus ./prometheus/
+	cd test && $(GOMOD) test -race -count=1 -tags prometheus ./prometheus/
+
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing prometheus (with promtool) with apt-get"; \
+	    $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; \
+	  else \
+	    echo "prometheus or promtool is missing: install Prometheus 2.42 or later with your package manager (Debian: apt-get install -y prometheus; it ships promtool)" >&2; exit 1; \
+	  fi; }; \
+	echo "tests use $$(command -v prometheus): $$(prometheus --version 2>&1 | head -n 1)"
 
 # The module folders, one a line, for scripts.
 modules:
