@@ -18,6 +18,7 @@ type entry struct {
 	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
 	backlog     atomic.Bool  // the last slice here reported More: its process continues it (the timer without traffic)
+	timerAgain  atomic.Int64 // unix ns before which the pace timer does not start the job again
 	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
 	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not

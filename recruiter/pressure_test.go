@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -219,4 +220,31 @@ func TestPressureBounds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPressureHoldsTheTimerBack: a busy process's pace timer does not spin
+// on a due job that the pressure gate holds back: it tries again
+// timerRetry later, not at once (each try would start a goroutine and
+// count a pressured slice), and the job runs once the pressure is gone.
+func TestPressureHoldsTheTimerBack(t *testing.T) {
+	t.Parallel()
+	pressure := &fakePressure{}
+	pressure.set(5 * time.Millisecond) // busy, and stays so
+	b := setup(t, recruiter.WithPressureRead(recruiter.Config{Pressure: recruiter.PressureDefault}, pressure.read))
+	var runs atomic.Int32
+	mustRegister(t, b.rec, recruiter.Func("chore", func(context.Context) (recruiter.Report, error) {
+		runs.Add(1)
+		return recruiter.Report{Items: 1}, nil
+	}), recruiter.JobConfig{Every: 50 * time.Millisecond})
+	const window = time.Second
+	time.Sleep(window) // a span in which a spinning timer would try thousands of times: not a wait for an event
+	js := jobStats(t, b.rec, "chore")
+	if limit := uint64(window/(100*time.Millisecond)) + 3; js.Pressured > limit || js.Timed > limit {
+		t.Errorf("stats %+v: the timer tried %d times in %v under pressure, want at most %d (once per 100ms)", js, js.Timed, window, limit)
+	}
+	if js.Pressured == 0 || runs.Load() != 0 {
+		t.Errorf("stats %+v, %d runs: want the timer's slices held back, none run", js, runs.Load())
+	}
+	pressure.set(0)
+	testrig.Eventually(t, 10*time.Second, "the job runs once the pressure is gone", func() bool { return runs.Load() > 0 })
 }

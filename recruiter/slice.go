@@ -75,6 +75,7 @@ func (s *slice) recruit() (res result, hung bool) {
 		// process's next visits are plan's again.
 		e.backlog.Store(false)
 	}
+	e.timerAgain.Store(0) // the visit replans: the timer follows the plan
 	if !r.reachedRedis.Load() {
 		r.reachedRedis.Store(true)
 		r.wakeTimer() // to read the eviction policy

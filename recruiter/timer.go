@@ -23,7 +23,7 @@ const timerGraceMax = time.Second
 // timerRetry is how soon the timer looks again at a job that is due but
 // cannot start here now (its slice or every slot busy, the breaker open);
 // a slice's end wakes it sooner.
-const timerRetry = 50 * time.Millisecond
+const timerRetry = 100 * time.Millisecond
 
 // timerSleepMax bounds one sleep of the timer, so that a clock that jumps
 // and the eviction policy's recheck are both seen.
@@ -63,7 +63,10 @@ func (r *Recruiter) visitDue(now time.Time) time.Duration {
 		if !e.lock.auto && !e.lock.sched {
 			continue
 		}
-		due := time.Unix(0, max(e.coolUntil.Load(), e.pace.planned.Load())).Add(e.timerGrace())
+		// A slice the timer started that a gate held back (the process
+		// busy, the breaker open) left the plan as it was: the job is due
+		// again at once, so it waits timerRetry before the next try.
+		due := time.Unix(0, max(e.coolUntil.Load(), e.pace.planned.Load(), e.timerAgain.Load())).Add(e.timerGrace())
 		if wait := due.Sub(now); wait > 0 {
 			sleep = min(sleep, wait)
 			continue
@@ -73,6 +76,7 @@ func (r *Recruiter) visitDue(now time.Time) time.Duration {
 			continue
 		}
 		e.stats.timed.Add(1)
+		e.timerAgain.Store(now.Add(timerRetry).UnixNano())
 		r.start(context.Background(), e, 1, nil, false)
 		sleep = min(sleep, timerRetry) // its end wakes the loop with the new plan
 	}
