@@ -1,0 +1,5 @@
+//go:build !race
+
+package stealgin_test
+
+const raceEnabled = false
