@@ -67,8 +67,9 @@ func serveDrawn(c *gin.Context, draw recruiter.Draw, classify Classifier) {
 	// for the middleware outside this one.
 	c.Request = c.Request.WithContext(ctx)
 	below := c.Writer
-	resp := httpexit.Hold(flushing{below}, c.Request.Method == http.MethodHead)
-	w := &writer{ResponseWriter: below, held: resp.Writer(), status: below.Status(), size: below.Size()}
+	w := &writer{ResponseWriter: below, status: below.Status(), size: below.Size(), below: flushing{below}}
+	resp := httpexit.Hold(&w.below, c.Request.Method == http.MethodHead)
+	w.held = resp.Writer()
 	c.Writer = w
 	sent := false
 	defer func() {

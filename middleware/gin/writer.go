@@ -18,9 +18,10 @@ import (
 // CloseNotify and Pusher, which the hold has nothing to do with.
 type writer struct {
 	gin.ResponseWriter
-	held   http.ResponseWriter // the hold's writer, over the one below
+	held   http.ResponseWriter // the hold's writer, over below
 	status int
-	size   int // -1 until the header is written, as gin counts
+	size   int      // -1 until the header is written, as gin counts
+	below  flushing // what the hold writes to, here to save an allocation
 }
 
 func (w *writer) WriteHeader(code int) {
@@ -89,7 +90,7 @@ func (w *writer) handOn(resp *httpexit.Response) {
 // that cannot flush sends it to the background).
 type flushing struct{ gin.ResponseWriter }
 
-func (f flushing) FlushError() error {
+func (f *flushing) FlushError() error {
 	u, ok := f.ResponseWriter.(interface{ Unwrap() http.ResponseWriter })
 	if !ok {
 		return http.NewResponseController(f.ResponseWriter).Flush()
@@ -98,4 +99,4 @@ func (f flushing) FlushError() error {
 	return http.NewResponseController(u.Unwrap()).Flush()
 }
 
-func (f flushing) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+func (f *flushing) Unwrap() http.ResponseWriter { return f.ResponseWriter }
