@@ -16,7 +16,7 @@ GO          ?= go
 # nested modules (each with its own go.mod, LICENSE and tags
 # <folder>/vX.Y.Z). go.work, scripts/fuzz.sh and scripts/release.sh read
 # this list (make -s modules).
-MODULES     := . middleware/echo middleware/echov5 middleware/grpc middleware/gin example bench test
+MODULES     := . middleware/echo middleware/echov5 middleware/grpc middleware/gin example bench test docs/stacks
 # go with the workspace off: each module on its own go.mod.
 GOMOD       := GOWORK=off $(GO)
 # staticcheck 2026.2.2 is module version v0.8.2.
@@ -186,11 +186,12 @@ mod-check:
 	@echo "mod-check: $(words $(MODULES)) modules tidy, go.work in step, LICENSE in each"
 
 # api/*.txt: every exported identifier of the library modules' packages
-# (not the example's, the benchmark's or the test suites'), one a line with
-# its signature, sorted (internal/cmd/apidump). `make api` rewrites them;
-# `make api-check` fails with the diff when they are stale, and when a
-# nested module lacks its LICENSE copy.
-API_MODULES := $(filter-out example bench test,$(MODULES))
+# (not the example's, the benchmark's, the test suites' or the stacks
+# page's, docs/stacks), one a line with its signature, sorted
+# (internal/cmd/apidump). `make api` rewrites them; `make api-check` fails
+# with the diff when they are stale, and when a nested module lacks its
+# LICENSE copy.
+API_MODULES := $(filter-out example bench test docs/stacks,$(MODULES))
 API_DUMP    := $(GOMOD) run ./internal/cmd/apidump
 api:
 	rm -f api/*.txt
