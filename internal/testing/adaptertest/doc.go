@@ -1,6 +1,6 @@
 // Package adaptertest is the conformance suite of worksteal's adapters:
-// stealhttp, stealecho (echo v4 and v5) and stealgrpc each run it, and
-// each supplies only its glue. A promise of the adapters is tested here
+// stealhttp, stealgin, stealecho (echo v4 and v5) and stealgrpc each run
+// it, and each supplies only its glue. A promise of the adapters is tested here
 // once, for all of them (River's riverdrivertest does the same for its
 // drivers).
 //

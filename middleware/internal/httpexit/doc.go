@@ -1,7 +1,7 @@
 // Package httpexit is the part of worksteal's net/http middlewares
-// (stealhttp, and stealecho for echo v4 and v5) that handles the response
-// of a drawn request, so that a background slice starts only once the
-// whole response is on the connection.
+// (stealhttp, stealgin, and stealecho for echo v4 and v5) that handles
+// the response of a drawn request, so that a background slice starts only
+// once the whole response is on the connection.
 //
 // # Why
 //
@@ -29,7 +29,7 @@
 // middleware take a context of their own (echo v4 and v5), written once;
 // [Router] is what it needs to know of the framework.
 //
-// The nested modules of the echo adapters import this package: its API
-// changes only together with theirs, and every module of the repository
-// is released at the same version.
+// The nested modules of the gin and echo adapters import this package:
+// its API changes only together with theirs, and every module of the
+// repository is released at the same version.
 package httpexit
