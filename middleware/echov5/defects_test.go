@@ -69,3 +69,36 @@ func TestInlineWithGzipInside(t *testing.T) {
 		t.Error("no slice ran")
 	}
 }
+
+// TestPanicUnderRecover: a drawn request whose handler panics under
+// echo's Recover, outside the middleware, gets Recover's 500, as without
+// the middleware, and runs no slice.
+func TestPanicUnderRecover(t *testing.T) {
+	t.Parallel()
+	for _, draw := range []bool{false, true} {
+		rig := stealtest.New(t, false)
+		if draw {
+			rig.Draw()
+		}
+		e := echo.New()
+		e.Use(middleware.Recover())
+		e.Use(stealecho.Middleware(rig.Rec))
+		e.GET("/", func(c *echo.Context) error {
+			marked(c)
+			panic("handler bug")
+		})
+		srv := stealtest.Serve(t, rig.Wrap(e))
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Errorf("drawn %v: status %d, want Recover's 500", draw, resp.StatusCode)
+		}
+		rig.Settle(t)
+		if n := rig.Started(); n != 0 {
+			t.Errorf("drawn %v: %d slices started after a panic, want 0", draw, n)
+		}
+	}
+}

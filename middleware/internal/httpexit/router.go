@@ -72,7 +72,18 @@ func (s *Stealer[C, H]) ServeDrawn(c C, draw recruiter.Draw, next H) error {
 	w := rt.Writer(c)
 	resp := Hold(w, req.Method == http.MethodHead)
 	rt.SetWriter(c, resp.Writer())
+	returned := false
+	defer func() {
+		if !returned {
+			// The chain panicked: the framework's writer and what the chain
+			// wrote go back, as without the middleware, so that a recovering
+			// middleware outside answers as it would (a 500, not an empty 200).
+			rt.SetWriter(c, w)
+			resp.Release()
+		}
+	}()
 	err := next(c)
+	returned = true
 
 	status, committed := rt.Status(c, err)
 	if !s.Classify(c, Outcome{Status: status, Err: err, Marked: draw.Marked(ctx), Elapsed: time.Since(began)}) {
