@@ -39,7 +39,14 @@ func serveDrawn(draw recruiter.Draw, classify Classifier, next http.Handler, w h
 	began := time.Now()
 	r = r.WithContext(draw.Context(r.Context()))
 	resp := httpexit.Hold(w, r.Method == http.MethodHead)
+	returned := false
+	defer func() {
+		if !returned {
+			resp.Release() // a panic: what the handler wrote goes on, as without the middleware
+		}
+	}()
 	next.ServeHTTP(resp.Writer(), r)
+	returned = true
 
 	exit := Exit{Request: r, Status: resp.Status(), Marked: draw.Marked(r.Context()), Elapsed: time.Since(began)}
 	if !classify(exit) {
