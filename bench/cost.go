@@ -28,23 +28,30 @@ var variants = []variant{
 	// machine's noise floor, the least difference this run can resolve.
 	{"control", "no middleware, second process (control)", []string{"-mw", "none"}},
 	{"empty", "middleware, no jobs", []string{"-mw", "empty"}},
-	{"bg-0.01", "rate 0.01, background", []string{"-mw", "job", "-rate", "0.01"}},
-	{"bg-1", "rate 1.0, background", []string{"-mw", "job", "-rate", "1"}},
-	{"in-0.01", "rate 0.01, inline", []string{"-mw", "job", "-rate", "0.01", "-inline"}},
-	{"in-1", "rate 1.0, inline", []string{"-mw", "job", "-rate", "1", "-inline"}},
-	{"bg-0.01-cpu", "rate 0.01, background, CPU job", []string{"-mw", "job", "-rate", "0.01", "-job", "cpu"}},
-	{"bg-1-cpu", "rate 1.0, background, CPU job", []string{"-mw", "job", "-rate", "1", "-job", "cpu"}},
+	// Fixed rates (a share of enlistments), a job whose slice takes 20 ms:
+	// the rows of the runs before automatic pace was the default.
+	{"bg-0.01", "fixed rate 0.01, background", []string{"-mw", "job", "-rate", "0.01"}},
+	{"bg-1", "fixed rate 1.0, background", []string{"-mw", "job", "-rate", "1"}},
+	{"in-0.01", "fixed rate 0.01, inline", []string{"-mw", "job", "-rate", "0.01", "-inline"}},
+	{"in-1", "fixed rate 1.0, inline", []string{"-mw", "job", "-rate", "1", "-inline"}},
+	{"bg-0.01-cpu", "fixed rate 0.01, background, CPU job", []string{"-mw", "job", "-rate", "0.01", "-job", "cpu"}},
+	{"bg-1-cpu", "fixed rate 1.0, background, CPU job", []string{"-mw", "job", "-rate", "1", "-job", "cpu"}},
+	// What users get: typed tasks under the automatic pace (Every alone),
+	// each burning 2 ms of CPU, and a backlog that never runs out.
+	{"tasks", "tasks, automatic pace, 2 ms CPU each, backlog", []string{"-mw", "tasks"}},
 	// Every row above runs with the pressure gate at its default; these
 	// are their twins without it, at the saturating rate, where it acts.
-	{"bg-0.01-nogate", "rate 0.01, background, pressure gate off", []string{"-mw", "job", "-rate", "0.01", "-pressure", "-1ns"}},
-	{"bg-1-cpu-nogate", "rate 1.0, background, CPU job, pressure gate off", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "-1ns"}},
-	{"bg-0.01-strict", "rate 0.01, background, pressure 250µs", []string{"-mw", "job", "-rate", "0.01", "-pressure", "250us"}},
-	{"bg-1-cpu-strict", "rate 1.0, background, CPU job, pressure 250µs", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "250us"}},
+	{"bg-0.01-nogate", "fixed rate 0.01, background, pressure gate off", []string{"-mw", "job", "-rate", "0.01", "-pressure", "-1ns"}},
+	{"bg-1-cpu-nogate", "fixed rate 1.0, background, CPU job, pressure gate off", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "-1ns"}},
+	{"tasks-nogate", "tasks, automatic pace, 2 ms CPU each, backlog, pressure gate off", []string{"-mw", "tasks", "-pressure", "-1ns"}},
+	{"bg-0.01-strict", "fixed rate 0.01, background, pressure 250µs", []string{"-mw", "job", "-rate", "0.01", "-pressure", "250us"}},
+	{"bg-1-cpu-strict", "fixed rate 1.0, background, CPU job, pressure 250µs", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "250us"}},
+	{"tasks-strict", "tasks, automatic pace, 2 ms CPU each, backlog, pressure 250µs", []string{"-mw", "tasks", "-pressure", "250us"}},
 }
 
 // gateTwins groups each variant (the gate at its default) with its twins
 // without the gate and with a stricter one, run at the saturating rate only.
-var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}}
+var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}}
 
 // costRow is one variant at one request rate: throughput is the median
 // across rounds, latencies are quantiles of all rounds' requests pooled.
@@ -59,9 +66,12 @@ type costRow struct {
 	P99Ratio     float64 // to "no middleware" at the same rate, same run
 	P99RatioMin  float64 // the rounds' own ratios, lowest and highest
 	P99RatioMax  float64
-	SlicesPerSec float64 // slices the variant's job ran, over the whole experiment
-	Ran          uint64  // slices that ran during this rate's runs
-	Pressured    uint64  // slices the pressure gate held back during this rate's runs
+	SlicesPerSec float64       // slices the variant's job ran, over the whole experiment
+	Ran          uint64        // slices that ran during this rate's runs
+	Pressured    uint64        // slices the pressure gate held back during this rate's runs
+	Processed    int64         // tasks done during this rate's runs (-mw tasks)
+	Busy         time.Duration // under load, for Processed
+	BacklogLeft  int64         // tasks pending at the end of a run, the least of the rounds
 }
 
 // costPlan sizes experiment 1.
@@ -89,8 +99,9 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 	g := newLoadGen()
 	defer g.close()
 	results := map[[2]int][]loadResult{} // variant, rate → rounds
-	slicesAt := map[[2]int][2]uint64{}   // variant, rate → slices ran, held back by pressure
-	last := make([][2]uint64, len(variants))
+	slicesAt := map[[2]int][3]uint64{}   // variant, rate → slices ran, held back by pressure, tasks done
+	busy := map[[2]int]time.Duration{}   // variant, rate → time under load
+	backlogLeft := map[[2]int]int64{}    // variant, rate → the least backlog left at a run's end
 	began := time.Now()
 	for r := range rounds {
 		for ri, rate := range rates {
@@ -98,16 +109,47 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 				if v.topOnly() && ri != len(rates)-1 {
 					continue
 				}
+				// Counted over this run alone: the jobs go on between runs.
+				counters := func() ([3]uint64, bool) {
+					st, err := fetchStats(ctx, procs[vi].addr)
+					if err != nil || len(st.Jobs) == 0 {
+						return [3]uint64{}, false
+					}
+					return [3]uint64{st.Jobs[0].Slices, st.Jobs[0].Pressured, uint64(st.Processed)}, true
+				}
+				tasks := slices.Contains(v.args, "tasks")
+				if tasks {
+					if err := post(ctx, procs[vi].addr, fmt.Sprintf("/backlog?n=%d", tasksBacklog)); err != nil {
+						return err
+					}
+					if err := sleepCtx(ctx, tasksRamp); err != nil {
+						return err
+					}
+				}
+				before, _ := counters()
 				res, err := g.run(ctx, []string{procs[vi].addr}, rate, warmup, window)
 				if err != nil {
 					return err
 				}
+				if tasks {
+					st, err := fetchStats(ctx, procs[vi].addr)
+					if err != nil {
+						return err
+					}
+					k := [2]int{vi, ri}
+					if left, ok := backlogLeft[k]; !ok || st.Pending < left {
+						backlogLeft[k] = st.Pending
+					}
+					if err := post(ctx, procs[vi].addr, "/idle"); err != nil {
+						return err
+					}
+				}
+				busy[[2]int{vi, ri}] += warmup + window
 				results[[2]int{vi, ri}] = append(results[[2]int{vi, ri}], res)
-				if st, err := fetchStats(ctx, procs[vi].addr); err == nil && len(st.Jobs) > 0 {
-					now := [2]uint64{st.Jobs[0].Slices, st.Jobs[0].Pressured}
-					sum := slicesAt[[2]int{vi, ri}]
-					slicesAt[[2]int{vi, ri}] = [2]uint64{sum[0] + now[0] - last[vi][0], sum[1] + now[1] - last[vi][1]}
-					last[vi] = now
+				if after, ok := counters(); ok {
+					k := [2]int{vi, ri}
+					sum := slicesAt[k]
+					slicesAt[k] = [3]uint64{sum[0] + after[0] - before[0], sum[1] + after[1] - before[1], sum[2] + after[2] - before[2]}
 				}
 			}
 			logf("cost: round %d/%d at %v req/s: p99 none %v, control %v, bg-0.01 %v", r+1, rounds, rate,
@@ -126,6 +168,7 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 			row := costRow{Variant: v, Rate: rate, Rounds: len(rs),
 				Throughput: medianF(rs, func(l loadResult) float64 { return l.Throughput }),
 				Ran:        slicesAt[[2]int{vi, ri}][0], Pressured: slicesAt[[2]int{vi, ri}][1],
+				Processed: int64(slicesAt[[2]int{vi, ri}][2]), Busy: busy[[2]int{vi, ri}], BacklogLeft: backlogLeft[[2]int{vi, ri}],
 			}
 			pooled := pool(rs)
 			row.P50, row.P99, row.P999 = pooled.quantile(0.50), pooled.quantile(0.99), pooled.quantile(0.999)
@@ -143,6 +186,36 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 		}
 	}
 	return nil
+}
+
+// post sends an empty POST to a service and checks its answer.
+func post(ctx context.Context, addr, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s%s: %s", addr, path, resp.Status)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // pool merges the rounds' latency histograms.

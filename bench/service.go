@@ -47,12 +47,15 @@ type serviceFlags struct {
 	job    string // wait | cpu
 	paced  bool
 	press  time.Duration
+	// taskCPU is what one task of -mw tasks burns.
+	taskCPU time.Duration
 }
 
 func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.redis, "redis", "", "service: Redis address")
 	fs.StringVar(&f.prefix, "prefix", "worksteal", "service: key prefix of the recruiter and the queue")
-	fs.StringVar(&f.mw, "mw", "none", "service: none (no middleware), empty (middleware, no jobs), job (one CPU job), queue (drain, tidy, promote)")
+	fs.StringVar(&f.mw, "mw", "none", "service: none (no middleware), empty (middleware, no jobs), job (one job at a fixed rate), tasks (typed tasks burning -task-cpu each, automatic pace, a backlog), queue (drain, tidy, promote)")
+	fs.DurationVar(&f.taskCPU, "task-cpu", 2*time.Millisecond, "service: CPU one task burns (-mw tasks)")
 	fs.Float64Var(&f.rate, "rate", 0.01, "service: rate of the CPU job (-mw job)")
 	fs.BoolVar(&f.inline, "inline", false, "service: inline mode")
 	fs.DurationVar(&f.work, "work", 20*time.Millisecond, "service: length of one slice of the job (-mw job)")
@@ -67,6 +70,7 @@ type serviceStats struct {
 	LockRT    int64                `json:"lock_rt"`  // the recruiter's client: locks, probes, cooldowns
 	QueueRT   int64                `json:"queue_rt"` // the jobs' client: claim, settle, tidy, promote
 	Processed int64                `json:"processed"`
+	Pending   int64                `json:"pending"` // the queue's, when the service has one
 	Jobs      []recruiter.JobStats `json:"jobs"`
 	Returns   []returnSeen         `json:"returns"`
 }
@@ -133,8 +137,13 @@ func runService(role string, f serviceFlags) error {
 		rw.Header().Set("Content-Length", "3")
 		_, _ = rw.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /stats", func(rw http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /stats", func(rw http.ResponseWriter, r *http.Request) {
 		s := serviceStats{Requests: requests.Load(), LockRT: lockRT.Load(), QueueRT: queueRT.Load(), Processed: w.processed.Load()}
+		if f.mw == "tasks" {
+			if d, err := q.Depth(r.Context()); err == nil {
+				s.Pending = d.Pending
+			}
+		}
 		if rec != nil {
 			s.Jobs = rec.Stats().Jobs
 		}
@@ -157,7 +166,7 @@ func runService(role string, f serviceFlags) error {
 		if err != nil {
 			return err
 		}
-		if err := registerJobs(rec, q, w, f); err != nil {
+		if err := registerJobs(rec, q, w, f, mux); err != nil {
 			return err
 		}
 		handler = stealhttp.Middleware(rec)(mux)
@@ -185,7 +194,7 @@ func runService(role string, f serviceFlags) error {
 }
 
 // registerJobs gives the recruiter the jobs the -mw flag asks for.
-func registerJobs(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f serviceFlags) error {
+func registerJobs(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f serviceFlags, mux *http.ServeMux) error {
 	switch f.mw {
 	case "empty":
 		return nil
@@ -200,6 +209,8 @@ func registerJobs(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f service
 			return recruiter.Report{Items: 1}, nil
 		})
 		return rec.Register(job, recruiter.JobConfig{Rate: f.rate})
+	case "tasks":
+		return registerTasks(rec, q, w, f.taskCPU, mux)
 	case "queue":
 		drain, tidy, promote, err := queueJobs(q, w)
 		if err != nil {
