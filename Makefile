@@ -98,6 +98,20 @@ bench-pace: redis-server
 	$(GOMOD) -C bench build -o "$(BIN)/worksteal-bench" .
 	"$(BIN)/worksteal-bench" -pace $(ARGS)
 
+# The peer benchmark (about 5 minutes; ARGS=-long: about 20): worksteal,
+# asynq and River on the same tasks, in interleaved rounds, on a
+# redis-server and a PostgreSQL cluster that it starts on free ports and
+# removes (initdb into a temporary folder, run as the user
+# worksteal-bench, created when missing, when run as root); rewrites its
+# section of BENCHMARKS.md and bench/results/peers-*.svg.
+.PHONY: bench-peers
+bench-peers: redis-server
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "make bench-peers needs PostgreSQL's server: apt-get install postgresql (its service need not run), or brew install postgresql" >&2; exit 1; }
+	@echo "building the benchmark: the first build downloads and compiles its dependencies (a minute or two); later ones take seconds"
+	$(GOMOD) -C bench build -o "$(BIN)/worksteal-bench" .
+	"$(BIN)/worksteal-bench" -peers $(ARGS)
+
 # go vet and staticcheck in every module; the browser and Prometheus
 # tests (build tags browser, prometheus) are vetted too, without needing
 # Chromium or Prometheus.

@@ -9,6 +9,7 @@
 //	go run ./bench            # the full set, about 10 minutes
 //	go run ./bench -quick     # a short version for development, under a minute
 //	go run ./bench -pace      # automatic pace against fleet size and traffic, and after a scale-in and a scale-out (make bench-pace)
+//	go run ./bench -peers     # worksteal, asynq and River on the same tasks, a few minutes (make bench-peers; -long: longer)
 package main
 
 import (
@@ -27,7 +28,9 @@ import (
 // options of the orchestrating process.
 type options struct {
 	quick     bool
+	long      bool
 	pace      bool
+	peers     bool
 	port      int
 	markdown  string
 	resultDir string
@@ -39,6 +42,8 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short runs for development (under a minute); the figures are not for publishing")
 	flag.BoolVar(&o.pace, "pace", false, "run the pace benchmark instead (about 13 minutes): automatic pace against fleet size and traffic, and after a scale-in and a scale-out; rewrites its own section of BENCHMARKS.md and bench/results/pace-*.svg")
+	flag.BoolVar(&o.peers, "peers", false, "run the peer benchmark instead (a few minutes): worksteal, asynq and River on the same tasks, on a redis-server and a PostgreSQL it starts; rewrites its own section of BENCHMARKS.md and bench/results/peers-*.svg")
+	flag.BoolVar(&o.long, "long", false, "with -peers: more rounds and larger runs (about 20 minutes)")
 	flag.IntVar(&o.port, "port", 0, "port of the throw-away redis-server (0: a free one)")
 	flag.StringVar(&o.markdown, "md", "BENCHMARKS.md", "file whose fleet section is rewritten (between <!-- fleet:begin --> and <!-- fleet:end -->); empty: print to stdout")
 	flag.StringVar(&o.resultDir, "results", "bench/results", "folder of the SVG plots")
@@ -70,9 +75,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
-	if o.pace {
+	switch {
+	case o.pace:
 		err = runPaceBench(ctx, o)
-	} else {
+	case o.peers:
+		err = runPeerBench(ctx, o)
+	default:
 		err = run(ctx, o)
 	}
 	stop()

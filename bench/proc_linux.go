@@ -8,5 +8,8 @@ import (
 // setDeathSignal has the kernel kill cmd if the benchmark dies without
 // cleaning up (SIGKILL, a crash), so no redis-server is left behind.
 func setDeathSignal(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
