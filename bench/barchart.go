@@ -37,7 +37,7 @@ func (c barChart) svg() string {
 	if math.IsInf(lo, 0) {
 		lo, hi = 1, 10
 	}
-	ys := scale{lo: math.Pow(10, math.Floor(math.Log10(lo))), hi: math.Pow(10, math.Ceil(math.Log10(hi*1.01))), log: true, px: innerH, flip: true}
+	ys := scale{lo: math.Pow(10, math.Floor(math.Log10(lo))), hi: roundUp(hi * 1.1), log: true, px: innerH, flip: true}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", plotW, plotH, plotW, plotH)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", plotW, plotH)
@@ -81,4 +81,15 @@ func (c barChart) svg() string {
 	}
 	b.WriteString("</g>\n</svg>\n")
 	return b.String()
+}
+
+// roundUp is the least of 1, 2 and 5 times a power of ten at or above v.
+func roundUp(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
 }

@@ -35,15 +35,23 @@ func (r *report) charts() map[string]chart {
 				ns = append(ns, x.N)
 			}
 		}
-		for _, n := range ns {
-			s := series{Name: fmt.Sprintf("N = %d", n), Points: true}
-			for _, x := range r.redis {
-				if x.N == n {
-					s.X = append(s.X, x.Rate)
-					s.Y = append(s.Y, x.LockRTPerProc)
+		for _, paced := range []bool{false, true} {
+			for i, n := range ns {
+				name := fmt.Sprintf("N = %d, fixed rates", n)
+				if paced {
+					name = fmt.Sprintf("N = %d, automatic pace", n)
+				}
+				s := series{Name: name, Points: true, Dashed: paced, Color: palette[i%len(palette)]}
+				for _, x := range r.redis {
+					if x.N == n && x.Paced == paced {
+						s.X = append(s.X, x.Rate)
+						s.Y = append(s.Y, x.LockRTPerProc)
+					}
+				}
+				if len(s.X) > 0 {
+					c.Series = append(c.Series, s)
 				}
 			}
-			c.Series = append(c.Series, s)
 		}
 		lo, hi := r.redis[0].Rate, r.redis[0].Rate
 		for _, x := range r.redis {

@@ -34,6 +34,7 @@ var scenarios = []scenario{
 	{"daemon", "dedicated daemon, 1,000 req/s", 1000, true, false},
 	{"stolen-low", "stolen work, 2 req/s", 2, false, false},
 	{"stolen-low-paced", "stolen work, 2 req/s, jobs paced by Every (pace timer)", 2, false, true},
+	{"stolen-paced", "stolen work, 1,000 req/s, jobs paced by Every (automatic pace)", 1000, false, true},
 }
 
 // depthSample is one reading of the queue.

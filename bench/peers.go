@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -250,16 +249,7 @@ func runPeerBench(ctx context.Context, o options) (err error) {
 	}
 	machine := fmt.Sprintf("%s, PostgreSQL %s on loopback (fsync off); load average (1 min) %s when the run began, %s when it ended",
 		describeMachine(e.redisVersion), pg.version, loadBefore, loadAverage())
-	section := peersMarkdown(o, plan, machine, time.Since(began), res)
-	if err := os.MkdirAll(o.resultDir, 0o755); err != nil {
-		return err
-	}
-	for name, c := range peerCharts(res) {
-		if err := os.WriteFile(filepath.Join(o.resultDir, name), []byte(c.svg()), 0o644); err != nil {
-			return err
-		}
-	}
-	return writeSection(o, peersMarks, section, nil)
+	return writeSection(o, peersMarks, peersMarkdown(o, plan, machine, time.Since(began), res), peerCharts(res))
 }
 
 func pgRunAs() string {

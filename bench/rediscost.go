@@ -13,6 +13,7 @@ import (
 // redisRow is one fleet size at one request rate (experiment 2).
 type redisRow struct {
 	N              int
+	Paced          bool    // the queue's jobs by Every alone (automatic pace), not fixed rates
 	Rate           float64 // asked, requests/s across the fleet
 	ReqPerSec      float64 // served
 	CmdsPerSec     float64 // Redis commands (inner ones of scripts included), the fleet's
@@ -113,22 +114,28 @@ func runRedisCost(ctx context.Context, e *env, rep *report) error {
 		return fmt.Errorf("calibrate producer: %w", err)
 	}
 	rep.producerBatch = perBatch
-	for _, n := range ns {
-		if err := e.rdb.FlushAll(ctx).Err(); err != nil {
-			return err
-		}
-		if err := redisCostFleet(ctx, e, rep, n, rates, warmup, window, perBatch); err != nil {
-			return err
+	for _, paced := range []bool{false, true} {
+		for _, n := range ns {
+			if err := e.rdb.FlushAll(ctx).Err(); err != nil {
+				return err
+			}
+			if err := redisCostFleet(ctx, e, rep, n, paced, rates, warmup, window, perBatch); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func redisCostFleet(ctx context.Context, e *env, rep *report, n int, rates []float64, warmup, window time.Duration, perBatch cmdStat) error {
+func redisCostFleet(ctx context.Context, e *env, rep *report, n int, paced bool, rates []float64, warmup, window time.Duration, perBatch cmdStat) error {
 	var procs []*proc
 	defer func() { stopAll(procs) }()
+	args := []string{"-mw", "queue", "-prefix", "rc"}
+	if paced {
+		args = append(args, "-paced")
+	}
 	for i := range n {
-		p, err := e.startProc(ctx, "service", fmt.Sprintf("redis-n%d-%d", n, i), "-mw", "queue", "-prefix", "rc")
+		p, err := e.startProc(ctx, "service", fmt.Sprintf("redis-n%d-%v-%d", n, paced, i), args...)
 		if err != nil {
 			return err
 		}
@@ -178,7 +185,7 @@ func redisCostFleet(ctx context.Context, e *env, rep *report, n int, rates []flo
 		calls -= (b1 - b0) * perBatch.Calls
 		usec -= (b1 - b0) * perBatch.Usec
 		sec := window.Seconds()
-		row := redisRow{N: n, Rate: rate, ReqPerSec: float64(f.Requests) / sec,
+		row := redisRow{N: n, Paced: paced, Rate: rate, ReqPerSec: float64(f.Requests) / sec,
 			CmdsPerSec: float64(calls) / sec, RedisMsPerSec: float64(usec) / 1000 / sec,
 			LockRTPerProc: float64(f.LockRT) / sec / float64(n), ItemsPerSec: float64(f.Items) / sec}
 		if f.Requests > 0 {
@@ -189,7 +196,7 @@ func redisCostFleet(ctx context.Context, e *env, rep *report, n int, rates []flo
 			row.CmdsPerItem = float64(calls) / float64(f.Items)
 			row.QueueRTPerItem = float64(f.QueueRT) / float64(f.Items)
 		}
-		logf("redis: N=%d %v req/s: %.0f cmds/s, lock %.1f rt/s/proc, %.0f items/s", n, rate, row.CmdsPerSec, row.LockRTPerProc, row.ItemsPerSec)
+		logf("redis: N=%d paced=%v %v req/s: %.0f cmds/s, lock %.1f rt/s/proc, %.0f items/s", n, rate, row.CmdsPerSec, row.LockRTPerProc, row.ItemsPerSec)
 		rep.redis = append(rep.redis, row)
 	}
 	return nil

@@ -70,7 +70,7 @@ func (r *report) write() error {
 
 // writeSection writes charts into o's results folder and section between
 // m in o's markdown file (or to stdout).
-func writeSection(o options, m marks, section string, charts map[string]chart) error {
+func writeSection[C interface{ svg() string }](o options, m marks, section string, charts map[string]C) error {
 	if err := os.MkdirAll(o.resultDir, 0o755); err != nil {
 		return err
 	}
@@ -299,18 +299,22 @@ func (r *report) redisSection(p func(string, ...any)) {
 	p("")
 	p("### Redis cost as the fleet and the traffic grow")
 	p("")
-	p("N services with the queue jobs (Drain rate %.2f, Every %v; TidyStale and PromoteDue rate %.2f, Every %v; default batches and budget), a producer enqueuing %d items/s (64 B). Each row: %v of warm-up, %v measured. Redis commands come from `INFO commandstats` deltas and count the commands scripts run inside (a script call is its `EVALSHA` plus its inner commands); the producer's share, %d commands per 100 ms batch measured on a scratch queue, is taken out. Round trips are counted by the services' clients: the recruiter's (lock, probe, cooldown, release: \"lock traffic\") and the jobs' (claim, settle, tidy, promote). Stolen items: drained + tidied + promoted. (`%s`)",
+	p("N services with the queue jobs, at fixed rates (Drain rate %.2f, Every %v; TidyStale and PromoteDue rate %.2f, Every %v: the rows \"fixed rates\", as before automatic pace was the default) or under the automatic pace (the same `Every`s, no `Rate`: what users get), default batches and budget, a producer enqueuing %d items/s (64 B). Each row: %v of warm-up, %v measured. Redis commands come from `INFO commandstats` deltas and count the commands scripts run inside (a script call is its `EVALSHA` plus its inner commands); the producer's share, %d commands per 100 ms batch measured on a scratch queue, is taken out. Round trips are counted by the services' clients: the recruiter's (lock, probe, cooldown, release: \"lock traffic\") and the jobs' (claim, settle, tidy, promote). Stolen items: drained + tidied + promoted. (`%s`)",
 		drainRate, drainEvery, tidyRate, tidyEvery, producerRate, warmup, window, r.producerBatch.Calls, r.command())
 	p("")
-	p("| N | req/s | Redis cmds/s | Redis ms/s in scripts | cmds per 1,000 req | round trips per 1,000 req | lock round trips/s per process | stolen items/s | cmds per item | queue round trips per item |")
-	p("|---|---|---|---|---|---|---|---|---|---|")
+	p("| pace | N | req/s | Redis cmds/s | Redis ms/s in scripts | cmds per 1,000 req | round trips per 1,000 req | lock round trips/s per process | stolen items/s | cmds per item | queue round trips per item |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, x := range r.redis {
-		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |", x.N, num(x.ReqPerSec), num(x.CmdsPerSec), num(x.RedisMsPerSec), num(x.CmdsPer1kReq), num(x.RTPer1kReq),
+		pace := "fixed rates"
+		if x.Paced {
+			pace = "automatic"
+		}
+		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |", pace, x.N, num(x.ReqPerSec), num(x.CmdsPerSec), num(x.RedisMsPerSec), num(x.CmdsPer1kReq), num(x.RTPer1kReq),
 			num(x.LockRTPerProc), num(x.ItemsPerSec), num(x.CmdsPerItem), num(x.QueueRTPerItem))
 	}
 	p("")
 	bound := lockBound()
-	p("The bound: per job and per `Every`, a process makes at most two attempts, each a lock call and then a probe (or the cooldown, if it ran the slice): one that may find a slice running, and one, once it ends, that finds the cooldown; in between it cools off locally and asks Redis nothing. With these three jobs that is %.0f round trips/s per process whatever the request rate; typically half, one attempt per job per `Every`. More traffic only makes each process reach its next attempt sooner after a cooldown ends, so lock traffic rises with the first requests and then stays flat. (A drain slice that reports a backlog releases its lock and the next one starts at once: that traffic follows the work, not the requests.)", bound)
+	p("The bound: per job and per `Every`, a process makes at most two attempts, each a lock call and then a probe (or the cooldown, if it ran the slice): one that may find a slice running, and one, once it ends, that finds the cooldown; in between it cools off locally and asks Redis nothing. With these three jobs that is %.0f round trips/s per process whatever the request rate; typically half, one attempt per job per `Every`. More traffic only makes each process reach its next attempt sooner after a cooldown ends, so lock traffic rises with the first requests and then stays flat. (A drain slice that reports a backlog releases its lock and the next one starts at once: that traffic follows the work, not the requests.) Under the automatic pace the bound is the fleet's, not each process's: the fleet visits each job about %.1f times per `Every` in all (docs/pacing.md), so a process's share falls as the fleet grows, and a backlog brings its job back sooner (a streak), again following the work.", bound, visits)
 	p("")
 	p("![lock round trips per second per process vs request rate](bench/results/fleet-lock.svg)")
 }
