@@ -40,7 +40,7 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64)
 
 // hungAfter is how long a slice may run before it counts as hung: twice
 // its lock's TTL, when its budget and every margin are long spent.
-func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
+func hungAfter(e *entry) time.Duration { return 2*e.lock.ttl + e.finish }
 
 func (s *slice) recruit() (res result, hung bool) {
 	r, e, ctx := s.r, s.e, s.ctx
@@ -152,6 +152,7 @@ const guardLife = 2 * time.Second
 // returns the function that stops it.
 func (s *slice) guard() (stop func()) {
 	r, e, ctx := s.r, s.e, s.ctx
+	began := time.Now()
 	var (
 		mu      sync.Mutex
 		stopped bool
@@ -175,7 +176,7 @@ func (s *slice) guard() (stop func()) {
 		case err != nil:
 			// Redis may come back before the lock expires: keep trying.
 			log.WarnContext(ctx, "worksteal: could not extend an overrunning slice's lock", slog.Any("error", err))
-		case !warned:
+		case !warned && time.Since(began) > e.due():
 			warned = true
 			log.WarnContext(ctx, "worksteal: slice overran its budget; its lock is extended while it runs")
 		}
@@ -241,7 +242,9 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 	began := time.Now()
 	report, err := callJob(sctx, e.job)
 	res := result{Ran: true, Items: report.Items, More: report.More, Duration: time.Since(began), Err: err}
-	budgetSpent := sctx.Err() != nil // a job's own shorter deadline is not its budget's
+	// A job's own shorter deadline is not its budget's; a Finisher's
+	// slice spends its budget and finishes what it started.
+	budgetSpent := sctx.Err() != nil && e.finish == 0
 
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("elapsed", res.Duration))
 	var pe *panicError
@@ -251,7 +254,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 		log.ErrorContext(ctx, "worksteal: slice panicked", slog.Any("panic", pe.value), slog.String("stack", string(pe.stack)))
 	// An error once the budget is spent is the budget's doing, whatever its
 	// type (a Redis call cut by the deadline reports an i/o timeout).
-	case budgetSpent && err != nil || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
+	case budgetSpent && err != nil || res.Duration > e.due()+overrunGrace(e.cfg.Budget):
 		res.Outcome = OutcomeTimeout
 		if err == nil {
 			res.Err = fmt.Errorf("recruiter: job %s overran its budget of %v", e.name, e.cfg.Budget)
