@@ -11,6 +11,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/drainhook"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/wakeup"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -19,8 +20,9 @@ import (
 // stores an empty one), or an error to nack it: the item is retried after
 // the queue's backoff, or dead-lettered with the error as cause at its last
 // attempt. ctx ends a margin before the item's lease (see [Drain]), not
-// with the slice's budget. Handlers must be idempotent: delivery is at
-// least once.
+// with the slice's budget. A slice runs several handlers at once
+// (DrainConfig.Concurrency), so a Handler must be safe for concurrent
+// use, and idempotent: delivery is at least once.
 type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
 
 // DrainConfig configures [Drain]. The zero value is valid.
@@ -143,6 +145,10 @@ func (j *drainJob) Name() string { return j.name }
 // (see [recruiter.Finisher]).
 func (j *drainJob) Finish() time.Duration { return j.q.Config().Lease }
 
+// Bell is the queue's bell: the recruiter visits the job soon after this
+// process enqueues into it.
+func (j *drainJob) Bell() *wakeup.Bell { return j.q.Bell() }
+
 // rttFloor is the least round trip a slice assumes: one measured on an
 // idle Redis says little about the next.
 const rttFloor = time.Millisecond
@@ -202,7 +208,8 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		if err != nil {
 			return s.report, j.wrap(err)
 		}
-		if len(items) < n && !claimed.More || len(outcomes) < len(items) {
+		// A chain's next step, enqueued by its ack, is claimed at once.
+		if len(items) < n && !claimed.More && !followed(outcomes) || len(outcomes) < len(items) {
 			break
 		}
 	}
@@ -210,6 +217,16 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		return s.report, j.wrap(s.panicked)
 	}
 	return s.report, nil
+}
+
+// followed reports whether an ack of outcomes enqueued an item.
+func followed(outcomes []qstore.Settlement) bool {
+	for _, o := range outcomes {
+		if o.Err == nil && o.FollowUp != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // fit is how many items the next batch may claim: those that

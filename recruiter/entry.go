@@ -25,6 +25,9 @@ type entry struct {
 	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
 	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
+	woken       atomic.Bool  // an enqueue here rang the job's bell: visit soon (wake.go)
+	wakeAt      atomic.Int64 // unix ns before which no woken visit starts
+	unlisten    func()       // stops hearing the bell; nil without one
 	pace        pace         // automatic pace: when this process visits the job's lock
 	ticks       *ticks       // a schedule's state; nil without one
 	stats       jobStats

@@ -24,14 +24,15 @@ type slice struct {
 	taken time.Time       // when it learnt it
 	until time.Time       // how long this process stays away; automatic pace: its next planned visit
 	tick  time.Time       // a schedule: the tick this slice runs
+	woken bool            // an enqueue here asked for it (wake.go)
 }
 
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
 // It reports whether the slice was left hung, its job still taken.
-func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64) (hung bool) {
+func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64, woken bool) (hung bool) {
 	ctx, span := r.tel.start(context.WithoutCancel(enlisting), e.name, share)
-	s := &slice{r: r, e: e, ctx: ctx}
+	s := &slice{r: r, e: e, ctx: ctx, woken: woken}
 	res, hung := s.recruit()
 	r.tel.end(ctx, span, e.name, res)
 	e.stats.record(res, r.now())
@@ -53,7 +54,7 @@ func (s *slice) recruit() (res result, hung bool) {
 		tick   time.Time     // a schedule: the tick this visit names
 		keep   time.Duration // a schedule: how long its lock's state must outlive the visit
 	)
-	continuing := e.lock.auto && e.backlog.Load()
+	continuing := e.lock.auto && (e.backlog.Load() || s.woken)
 	if e.lock.auto && !continuing {
 		weight = e.pace.weight(e.cfg.Every)
 	}
@@ -63,14 +64,14 @@ func (s *slice) recruit() (res result, hung bool) {
 		keep = 2*t.sched.next(tick).Sub(tick) + time.Minute
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	held, g, err := e.lock.acquire(lctx, r.rdb, weight, tick, keep)
+	held, g, err := e.lock.acquire(lctx, r.rdb, weight, tick, keep, s.woken)
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
 	}
-	if continuing && g.state != lockTaken {
+	if continuing && !s.woken && g.state != lockTaken {
 		// Another process carries the backlog on, or it has ended: this
 		// process's next visits are plan's again.
 		e.backlog.Store(false)
@@ -86,6 +87,11 @@ func (s *slice) recruit() (res result, hung bool) {
 	// visit no sooner, and a schedule's next is its next tick.
 	s.until = s.taken.Add(e.holdOff(g))
 	switch t := e.ticks; {
+	case e.lock.auto && s.woken:
+		// Not a planned visit: the plan stands.
+		if planned := time.Unix(0, e.pace.planned.Load()); planned.After(s.until) {
+			s.until = planned
+		}
 	case e.lock.auto:
 		s.until = e.pace.plan(g, e.cfg.Every, s.taken, s.until)
 	case t != nil:
@@ -100,6 +106,7 @@ func (s *slice) recruit() (res result, hung bool) {
 		}
 	}
 	r.breaker.succeed()
+	e.wokenVisited(g, s.until)
 	if g.state != lockTaken {
 		e.coolOff(s.until)
 		return skipped(g), false
@@ -323,7 +330,7 @@ func (s *slice) finish(res result) {
 	case e.lock.auto && g.streak > 0:
 		e.coolOff(s.until)
 		err = s.lock.release(fctx, releaseDone)
-	case e.lock.auto && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
+	case e.lock.auto && !s.woken && !e.woken.Load() && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
 		e.coolOff(s.until)
 		return
 	case e.lock.auto:
