@@ -92,7 +92,7 @@ func TestEveryJobOnCluster(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 				return nil, nil
 			}
-			rep := mustSlice(t, mustDrain(t, q, slow, jobs.DrainConfig{}), 500*time.Millisecond)
+			rep := mustSlice(t, mustDrain(t, q, slow, jobs.DrainConfig{Concurrency: 1}), 500*time.Millisecond)
 			if rep.Items < 1 || rep.Items > 10 || !rep.More {
 				t.Fatalf("slice = %+v; want a few items and More", rep)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/drainhook"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/wakeup"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -18,8 +19,10 @@ import (
 // Handler does the work of one claimed item and returns its result (nil
 // stores an empty one), or an error to nack it: the item is retried after
 // the queue's backoff, or dead-lettered with the error as cause at its last
-// attempt. ctx ends with the slice's budget. Handlers must be idempotent:
-// delivery is at least once.
+// attempt. ctx ends a margin before the item's lease (see [Drain]), not
+// with the slice's budget. A slice runs several handlers at once
+// (DrainConfig.Concurrency), so a Handler must be safe for concurrent
+// use, and idempotent: delivery is at least once.
 type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
 
 // DrainConfig configures [Drain]. The zero value is valid.
@@ -34,13 +37,25 @@ type DrainConfig struct {
 	// slice that misjudged its budget ends late by one call rather than
 	// early.
 	Batching
+	// Concurrency is how many handlers a slice runs at once, from 1 to
+	// 1,000. Handlers that wait (on an upstream, a mail provider) overlap
+	// their waits; lower it for handlers that burn CPU, which compete
+	// with the web server's requests. Default 32.
+	Concurrency int
 }
 
+// concurrencyDefault suits handlers that wait on the network: 32 of 50 ms
+// each keep a 50 ms slice busy, and waiting costs the process no CPU.
+const (
+	concurrencyDefault = 32
+	concurrencyMax     = 1000
+)
+
 // Drain returns the job that works q off in slices: it claims a batch,
-// calls handler for each item in turn, and acks the results and nacks the
-// failures in one [queue.Queue.Settle]. A slice's Items counts the items
-// settled; More says that the queue still had items when it stopped, or
-// that more may be due or expired.
+// runs handler on its items, up to cfg.Concurrency at once, and acks the
+// results and nacks the failures in one [queue.Queue.Settle]. A slice's
+// Items counts the items settled; More says that the queue still had
+// items when it stopped, or that more may be due or expired.
 //
 // Drain maintains its queue: each claim first brings back, in the same
 // script call, the delayed items that are due (retries after their
@@ -50,21 +65,28 @@ type DrainConfig struct {
 // keeps a queue moving; [PromoteDue] and [TidyStale] are needed only for
 // a queue that no Drain works.
 //
-// A slice claims another batch only while the budget left fits some of it
-// (as many items as fit, by their mean time so far), and starts an item
-// only while both the budget left and the batch's lease fit the slowest
-// item so far and the calls after it; the items it could not start are
-// handed back with [queue.Queue.Release], their attempt uncounted, at once
-// with the settling of the others. A handler's context ends before the
-// lease does, by three round trips or a quarter of the lease (at most
-// RedisTimeout), whichever is more, up to half the lease: those calls must
-// reach Redis before a claim or [queue.Queue.Tidy] may take the items
-// back, and on a loaded machine the next round trip may be much slower
-// than any so far.
-// An item that is interrupted by the deadline (its handler returns ctx's
-// error) is nacked like any failure, so that an item too slow for any
-// budget ends in the dead letters rather than at the head of the queue
-// forever.
+// The budget bounds when a slice starts items, not how long they run. A
+// slice claims another batch only while the budget left fits some of it
+// (as many items as its handlers, at their mean time so far, finish), and
+// starts an item only while the budget lasts and both the budget left
+// and the batch's lease fit the slowest item so far and the calls after
+// it (a slice's first items start blind, so that items slower than any
+// budget still run); the items it could not start are handed back with
+// [queue.Queue.Release], their attempt uncounted, at once with the
+// settling of the others. A started handler runs to its end: the slice
+// waits for it past the budget, its lock kept alive (Drain's job is a
+// [recruiter.Finisher]). A handler's context ends before the lease does,
+// by three round trips or a quarter of the lease (at most RedisTimeout),
+// whichever is more, up to half the lease: those calls must reach Redis
+// before a claim or [queue.Queue.Tidy] may take the items back, and on a
+// loaded machine the next round trip may be much slower than any so far.
+// An item that is interrupted by that deadline (its handler returns
+// ctx's error) is nacked like any failure, so that an item too slow for
+// its lease ends in the dead letters rather than at the head of the
+// queue forever.
+//
+// Claims are atomic, so slices of one Drain may run side by side on
+// several processes: see [recruiter.JobConfig].Slices.
 //
 // A panicking handler does not lose its item: the panic is recovered and
 // the item nacked with it as cause; the slice goes on with the next item,
@@ -99,8 +121,12 @@ func drain(q *queue.Queue, handler drainhook.Handler, cfg DrainConfig) (recruite
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidArgument)
 	}
 	cfg.Batching = cfg.Batching.withDefaults(drainBatchDefault)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, concurrencyDefault)
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Concurrency < 1 || cfg.Concurrency > concurrencyMax {
+		return nil, fmt.Errorf("%w: Concurrency %d is not in [1, %d]", ErrInvalidConfig, cfg.Concurrency, concurrencyMax)
 	}
 	return &drainJob{q: qstore.Of(q), handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, jobName("drain", q.Name()))}, nil
 }
@@ -114,6 +140,15 @@ type drainJob struct {
 
 func (j *drainJob) Name() string { return j.name }
 
+// Finish is how long past its budget a slice may take to finish the
+// handlers it started: up to their lease, which bounds their contexts
+// (see [recruiter.Finisher]).
+func (j *drainJob) Finish() time.Duration { return j.q.Config().Lease }
+
+// Bell is the queue's bell: the recruiter visits the job soon after this
+// process enqueues into it.
+func (j *drainJob) Bell() *wakeup.Bell { return j.q.Bell() }
+
 // rttFloor is the least round trip a slice assumes: one measured on an
 // idle Redis says little about the next.
 const rttFloor = time.Millisecond
@@ -124,16 +159,17 @@ type drainSlice struct {
 	busy     time.Duration // in handlers
 	slowest  time.Duration // the slowest item so far
 	started  int           // items handed to the handler
+	done     int           // items whose handler returned
 	panicked error         // the first panic, with its stack
 	report   recruiter.Report
 }
 
 // meanItem is the mean handler time so far; 0 before the first item.
 func (s *drainSlice) meanItem() time.Duration {
-	if s.started == 0 {
+	if s.done == 0 {
 		return 0
 	}
-	return s.busy / time.Duration(s.started)
+	return s.busy / time.Duration(s.done)
 }
 
 func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
@@ -172,7 +208,8 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		if err != nil {
 			return s.report, j.wrap(err)
 		}
-		if len(items) < n && !claimed.More || len(outcomes) < len(items) {
+		// A chain's next step, enqueued by its ack, is claimed at once.
+		if len(items) < n && !claimed.More && !followed(outcomes) || len(outcomes) < len(items) {
 			break
 		}
 	}
@@ -182,9 +219,20 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	return s.report, nil
 }
 
-// fit is how many items the next batch may claim: those whose mean time
-// fits in the budget left after three round trips (the claim, the finish,
-// and one to spare); 0 when none does.
+// followed reports whether an ack of outcomes enqueued an item.
+func followed(outcomes []qstore.Settlement) bool {
+	for _, o := range outcomes {
+		if o.Err == nil && o.FollowUp != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// fit is how many items the next batch may claim: those that
+// Concurrency handlers of the mean time so far finish in the budget left
+// after three round trips (the claim, the finish, and one to spare); 0
+// when none does.
 func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 	left, ok := remaining(ctx)
 	if !ok {
@@ -195,40 +243,79 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 	if avail < mean {
 		return 0
 	}
-	return int(min(int64(j.cfg.Batch), int64(avail/mean)))
+	return int(min(int64(j.cfg.Batch), int64(avail/mean)*int64(j.cfg.Concurrency)))
 }
 
-// handle runs the handler on items in order while both the budget left
-// and the batch's lease fit the slowest item so far and the finish; it
-// returns the outcomes of the items it started, a prefix of items. A
-// handler's context ends leaseMargin before the lease: a settle or release
-// that reaches Redis after the lease is thrown away (a claim or Tidy hands
-// the items back, counting the attempt, and another claim may own them by
+// handle runs the handler on items, up to Concurrency at once, starting
+// them in order while the budget lasts and while the batch's lease fits
+// the slowest item so far and the finish; it returns the outcomes of the
+// items it started, a prefix of items. Once the slice knows how long an
+// item takes, it starts one only if it fits in the budget left; the first
+// items of a slice start blind, so that an item slower than any budget
+// still runs. A started handler is not cut at the budget: its context
+// ends leaseMargin before the lease, since a settle or release that
+// reaches Redis after the lease is thrown away (a claim or Tidy hands the
+// items back, counting the attempt, and another claim may own them by
 // then).
 func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Item, leaseEnd time.Time) []qstore.Settlement {
-	outcomes := make([]qstore.Settlement, 0, len(items))
-	for _, it := range items {
-		if ctx.Err() != nil {
-			break
+	outcomes := make([]qstore.Settlement, len(items))
+	hctx := context.WithoutCancel(ctx)
+	var (
+		mu      sync.Mutex // guards s and next
+		next    int        // items[:next] are started
+		stopped bool
+	)
+	// take hands out the next item to start, or -1 once none may.
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || next == len(items) || !j.mayStart(ctx, s, leaseEnd) {
+			stopped = true
+			return -1
 		}
-		if left, ok := remaining(ctx); ok && s.started > 0 && left < s.slowest+2*s.rtt {
-			break
-		}
-		settleBy := leaseEnd.Add(-j.leaseMargin(s))
-		if time.Until(settleBy) <= s.slowest {
-			break
-		}
-		hctx, cancel := context.WithDeadline(ctx, settleBy)
-		began := time.Now()
-		result, next, err := j.call(hctx, s, it)
-		cancel()
-		took := time.Since(began)
-		s.busy += took
-		s.slowest = max(s.slowest, took)
 		s.started++
-		outcomes = append(outcomes, qstore.Settlement{Item: it, Result: result, FollowUp: next, Err: err})
+		next++
+		return next - 1
 	}
-	return outcomes
+	work := func() {
+		for i := take(); i >= 0; i = take() {
+			it := items[i]
+			ictx, cancel := context.WithDeadline(hctx, leaseEnd.Add(-j.leaseMargin(s)))
+			began := time.Now()
+			result, follow, err := j.call(ictx, s, &mu, it)
+			cancel()
+			took := time.Since(began)
+			mu.Lock()
+			s.busy += took
+			s.done++
+			s.slowest = max(s.slowest, took)
+			mu.Unlock()
+			outcomes[i] = qstore.Settlement{Item: it, Result: result, FollowUp: follow, Err: err}
+		}
+	}
+	if workers := min(j.cfg.Concurrency, len(items)); workers <= 1 {
+		work()
+	} else {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(work)
+		}
+		wg.Wait()
+	}
+	return outcomes[:next]
+}
+
+// mayStart reports whether the slice may start another item: its budget
+// is not spent, the budget left fits the slowest item so far and the
+// finish, and so does the batch's lease. Called with s guarded.
+func (j *drainJob) mayStart(ctx context.Context, s *drainSlice, leaseEnd time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if left, ok := remaining(ctx); ok && s.done > 0 && left < s.slowest+2*s.rtt {
+		return false
+	}
+	return time.Until(leaseEnd.Add(-j.leaseMargin(s))) > s.slowest
 }
 
 // leaseMargin is how long before the lease ends a handler's context ends,
@@ -243,11 +330,14 @@ func (j *drainJob) leaseMargin(s *drainSlice) time.Duration {
 	return min(max(3*s.rtt, min(lease/4, j.cfg.RedisTimeout)), lease/2)
 }
 
-// call runs the handler on one item, turning a panic into the item's error.
-func (j *drainJob) call(ctx context.Context, s *drainSlice, it qstore.Item) (result []byte, next *qstore.FollowUp, err error) {
+// call runs the handler on one item, turning a panic into the item's
+// error; mu guards s.
+func (j *drainJob) call(ctx context.Context, s *drainSlice, mu *sync.Mutex, it qstore.Item) (result []byte, next *qstore.FollowUp, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			result, next, err = nil, nil, fmt.Errorf("%w: %v", ErrHandlerPanic, v)
+			mu.Lock()
+			defer mu.Unlock()
 			if s.panicked == nil {
 				s.panicked = fmt.Errorf("%w on item %s: %v\n%s", ErrHandlerPanic, it.ID, v, debug.Stack())
 			}

@@ -72,7 +72,7 @@ func drainLeaseRounds(t *testing.T, lease time.Duration, maxAttempts, rounds int
 		}
 		return []byte("done"), nil
 	}
-	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batching: jobs.Batching{Batch: batch}})
+	job := mustDrain(t, b.q, handler, jobs.DrainConfig{Batching: jobs.Batching{Batch: batch}, Concurrency: 1})
 
 	stall := lease / 8
 	var judged, stalled int

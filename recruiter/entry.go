@@ -14,6 +14,9 @@ type entry struct {
 	name string
 	cfg  JobConfig
 	lock jobLock
+	// finish is how long past its budget a slice may finish what it
+	// started ([Finisher]); 0 for most jobs.
+	finish time.Duration
 
 	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
@@ -22,6 +25,9 @@ type entry struct {
 	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
 	pausedUntil atomic.Int64 // unix ns until which the job is paused, as last learnt; 0 if not
+	woken       atomic.Bool  // an enqueue here rang the job's bell: visit soon (wake.go)
+	wakeAt      atomic.Int64 // unix ns before which no woken visit starts
+	unlisten    func()       // stops hearing the bell; nil without one
 	pace        pace         // automatic pace: when this process visits the job's lock
 	ticks       *ticks       // a schedule's state; nil without one
 	stats       jobStats
@@ -37,6 +43,9 @@ func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *
 		name: name,
 		cfg:  cfg,
 		lock: newJobLock(prefix, name, cfg),
+	}
+	if f, ok := job.(Finisher); ok {
+		e.finish = min(max(f.Finish(), 0), finishMax)
 	}
 	e.share.Store(cfg.Rate) // reshare gives automatic jobs theirs
 	e.pace.planned.Store(now.UnixNano())
@@ -54,6 +63,14 @@ func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *
 	e.stats.init(now)
 	return e
 }
+
+// finishMax bounds a Finisher's Finish: a slice that holds a process's
+// slot longer is hung.
+const finishMax = 10 * time.Minute
+
+// due is how long a slice may take before it overruns: its budget, and
+// the finishing time of a Finisher.
+func (e *entry) due() time.Duration { return e.cfg.Budget + e.finish }
 
 // coolingOff reports whether this process has learnt that the job cannot
 // run before some later time (its lock is held elsewhere, it is in its

@@ -1,6 +1,9 @@
 package recruiter
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Job is one kind of background work, run in slices by recruited workers.
 type Job interface {
@@ -11,6 +14,16 @@ type Job interface {
 	// ctx's deadline is the job's budget, and the job's lock expires soon
 	// after it.
 	Run(ctx context.Context) (Report, error)
+}
+
+// Finisher is a Job whose slices stop starting work at their budget but
+// finish what they started, for up to Finish past it: the handlers of
+// jobs.Drain run to their end, bounded by their lease. Until then the
+// recruiter keeps the slice's lock alive, as for any overrun, but neither
+// warns nor counts a timeout; past it, the usual rules apply.
+type Finisher interface {
+	Job
+	Finish() time.Duration
 }
 
 // Report is what a slice says of itself.

@@ -118,7 +118,8 @@ type heldLock struct {
 // pace, a schedule). A schedule's visit names its tick and how long the
 // lock's state must outlive it (keep). The heldLock holds the lock only
 // when g.state is lockTaken.
-func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64, tick time.Time, keep time.Duration) (h heldLock, g grant, err error) {
+// A woken visit (wake.go) may take the lock while the job rests.
+func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64, tick time.Time, keep time.Duration, woken bool) (h heldLock, g grant, err error) {
 	token := rand.Text()
 	mode, tickMS := "0", int64(0)
 	switch {
@@ -130,7 +131,7 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float6
 		keep = 0
 	}
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
-		mode, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS).Slice()
+		mode, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, woken).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
 	}

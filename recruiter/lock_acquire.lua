@@ -16,6 +16,9 @@
 -- ARGV[7]: how long its state outlives a visit, ms; '2' for a schedule,
 -- which reads ARGV[5] (the weight: 1 over the visit's chance), ARGV[7]
 -- and ARGV[8]: the tick this visit would run, unix ms
+-- ARGV[9]: '1' for a woken visit (an enqueue asked for it), which takes
+-- the lock while the job rests (its slot's run taken, or its cooldown),
+-- though not while a slice runs or it is paused
 -- Returns {code, wait, left, fleet, streak, folds, now, tick}: code 1 taken,
 -- 2 a slice runs, 3 resting (a schedule: its tick taken, or not yet come),
 -- 4 paused; wait: ms until that changes (-1: an older version's
@@ -45,6 +48,7 @@ local ttl = tonumber(ARGV[2])
 local code, wait, left, estimate, keep, folds = 1, 0, 0, '', 0, 0
 local slot, tick
 local last = tonumber(f[11]) or 0
+local woken = ARGV[9] == '1'
 
 if ARGV[4] == '1' then
   local every = tonumber(ARGV[3])
@@ -75,7 +79,7 @@ if ARGV[4] == '1' then
   estimate = tostring(fleet or visits)
   if paused > now then
     code, wait = 4, paused - now
-  elseif tonumber(f[5]) == slot then
+  elseif tonumber(f[5]) == slot and not woken then
     code, wait = 3, left
   elseif f[1] and held > now then
     code, wait = 2, held - now
@@ -112,7 +116,7 @@ else
     code, wait = 4, paused - now
   elseif f[1] and held > now then
     code, wait = 2, held - now
-  elseif rest > now then
+  elseif rest > now and not woken then
     code, wait = 3, rest - now
   end
 end

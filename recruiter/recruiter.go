@@ -124,6 +124,7 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 		return fmt.Errorf("%w %q: the fixed rates sum to %v, which leaves no share for the jobs without Rate", ErrInvalidJob, name, fixed)
 	}
 	e := newEntry(job, name, cfg, r.cfg, r.now())
+	r.listen(e)
 	r.jobs.Store(&roster{entries: append(old.entries[:len(old.entries):len(old.entries)], e)})
 	r.reshare()
 	r.wakeTimer()
@@ -216,11 +217,11 @@ func (d Draw) Enlist(ctx context.Context, flush func() error) {
 	case ctx == nil:
 		d.r.misused("Draw.Enlist or Recruiter.Enlist called with a nil context")
 	case !d.r.cfg.Inline:
-		d.r.start(ctx, d.e, d.share, ctx.Done(), false)
+		d.r.start(ctx, d.e, d.share, ctx.Done(), false, false)
 	case flush != nil && flush() != nil:
-		d.r.start(ctx, d.e, d.share, ctx.Done(), false)
+		d.r.start(ctx, d.e, d.share, ctx.Done(), false, false)
 	default:
-		d.r.start(ctx, d.e, d.share, nil, true)
+		d.r.start(ctx, d.e, d.share, nil, true, false)
 	}
 }
 
@@ -263,8 +264,8 @@ const afterWaitMax = 5 * time.Second
 // time), then, on the caller's goroutine (inline) or a new one once after
 // is closed, passes the gates again, as state may have changed since the
 // draw, and runs the slice. share is the chance that the enlistment drew
-// e (1 for the pace timer's).
-func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-chan struct{}, inline bool) {
+// e (1 for the pace timer's). A woken slice is an enqueue's (wake.go).
+func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-chan struct{}, inline, woken bool) {
 	if !r.takeSlot() {
 		e.stats.gatedLater.Add(1)
 		return
@@ -283,11 +284,11 @@ func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-
 			r.releaseSlot()
 			r.wakeTimer() // the job's next visit is planned, and a slot is free
 		}()
-		if !r.waitFor(after) || !r.admit(ctx, e) {
+		if !r.waitFor(after) || !r.admit(ctx, e, woken) {
 			e.stats.gatedLater.Add(1)
 			return
 		}
-		hung = r.runSlice(ctx, e, share)
+		hung = r.runSlice(ctx, e, share, woken)
 	}
 	if inline {
 		run()
@@ -321,13 +322,14 @@ func (r *Recruiter) waitFor(after <-chan struct{}) bool {
 	return !r.closed.Load()
 }
 
-// admit is the last gate before Redis: the cool-off, the pressure gate,
-// then the breaker, whose probe it may claim, so nothing may stand between
-// it and the slice. An open breaker may first have the slice check that
-// Redis answers again, and then let it probe.
-func (r *Recruiter) admit(ctx context.Context, e *entry) bool {
+// admit is the last gate before Redis: the cool-off (which a woken slice
+// passes), the pressure gate, then the breaker, whose probe it may claim,
+// so nothing may stand between it and the slice. An open breaker may
+// first have the slice check that Redis answers again, and then let it
+// probe.
+func (r *Recruiter) admit(ctx context.Context, e *entry, woken bool) bool {
 	now := r.now()
-	if e.coolingOff(now) || r.pressed(e, now) {
+	if !woken && e.coolingOff(now) || r.pressed(e, now) {
 		return false
 	}
 	switch r.breaker.admit(now) {
@@ -377,6 +379,11 @@ func (r *Recruiter) Shutdown(ctx context.Context) error {
 		r.closed.Store(true)
 		close(r.stop)
 		r.tel.unobserve()
+		for _, e := range r.jobs.Load().entries {
+			if e.unlisten != nil {
+				e.unlisten()
+			}
+		}
 	}
 	r.mu.Unlock()
 	r.drainOne.Do(func() {

@@ -24,14 +24,15 @@ type slice struct {
 	taken time.Time       // when it learnt it
 	until time.Time       // how long this process stays away; automatic pace: its next planned visit
 	tick  time.Time       // a schedule: the tick this slice runs
+	woken bool            // an enqueue here asked for it (wake.go)
 }
 
 // runSlice is one recruitment: its span, the lock, the job, the release.
 // It runs on context.WithoutCancel(enlisting): the request may end first.
 // It reports whether the slice was left hung, its job still taken.
-func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64) (hung bool) {
+func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64, woken bool) (hung bool) {
 	ctx, span := r.tel.start(context.WithoutCancel(enlisting), e.name, share)
-	s := &slice{r: r, e: e, ctx: ctx}
+	s := &slice{r: r, e: e, ctx: ctx, woken: woken}
 	res, hung := s.recruit()
 	r.tel.end(ctx, span, e.name, res)
 	e.stats.record(res, r.now())
@@ -40,7 +41,7 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64)
 
 // hungAfter is how long a slice may run before it counts as hung: twice
 // its lock's TTL, when its budget and every margin are long spent.
-func hungAfter(e *entry) time.Duration { return 2 * e.lock.ttl }
+func hungAfter(e *entry) time.Duration { return 2*e.lock.ttl + e.finish }
 
 func (s *slice) recruit() (res result, hung bool) {
 	r, e, ctx := s.r, s.e, s.ctx
@@ -53,7 +54,7 @@ func (s *slice) recruit() (res result, hung bool) {
 		tick   time.Time     // a schedule: the tick this visit names
 		keep   time.Duration // a schedule: how long its lock's state must outlive the visit
 	)
-	continuing := e.lock.auto && e.backlog.Load()
+	continuing := e.lock.auto && (e.backlog.Load() || s.woken)
 	if e.lock.auto && !continuing {
 		weight = e.pace.weight(e.cfg.Every)
 	}
@@ -63,14 +64,14 @@ func (s *slice) recruit() (res result, hung bool) {
 		keep = 2*t.sched.next(tick).Sub(tick) + time.Minute
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	held, g, err := e.lock.acquire(lctx, r.rdb, weight, tick, keep)
+	held, g, err := e.lock.acquire(lctx, r.rdb, weight, tick, keep, s.woken)
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
 	}
-	if continuing && g.state != lockTaken {
+	if continuing && !s.woken && g.state != lockTaken {
 		// Another process carries the backlog on, or it has ended: this
 		// process's next visits are plan's again.
 		e.backlog.Store(false)
@@ -86,6 +87,11 @@ func (s *slice) recruit() (res result, hung bool) {
 	// visit no sooner, and a schedule's next is its next tick.
 	s.until = s.taken.Add(e.holdOff(g))
 	switch t := e.ticks; {
+	case e.lock.auto && s.woken:
+		// Not a planned visit: the plan stands.
+		if planned := time.Unix(0, e.pace.planned.Load()); planned.After(s.until) {
+			s.until = planned
+		}
 	case e.lock.auto:
 		s.until = e.pace.plan(g, e.cfg.Every, s.taken, s.until)
 	case t != nil:
@@ -100,6 +106,7 @@ func (s *slice) recruit() (res result, hung bool) {
 		}
 	}
 	r.breaker.succeed()
+	e.wokenVisited(g, s.until)
 	if g.state != lockTaken {
 		e.coolOff(s.until)
 		return skipped(g), false
@@ -152,6 +159,7 @@ const guardLife = 2 * time.Second
 // returns the function that stops it.
 func (s *slice) guard() (stop func()) {
 	r, e, ctx := s.r, s.e, s.ctx
+	began := time.Now()
 	var (
 		mu      sync.Mutex
 		stopped bool
@@ -175,7 +183,7 @@ func (s *slice) guard() (stop func()) {
 		case err != nil:
 			// Redis may come back before the lock expires: keep trying.
 			log.WarnContext(ctx, "worksteal: could not extend an overrunning slice's lock", slog.Any("error", err))
-		case !warned:
+		case !warned && time.Since(began) > e.due():
 			warned = true
 			log.WarnContext(ctx, "worksteal: slice overran its budget; its lock is extended while it runs")
 		}
@@ -241,7 +249,9 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 	began := time.Now()
 	report, err := callJob(sctx, e.job)
 	res := result{Ran: true, Items: report.Items, More: report.More, Duration: time.Since(began), Err: err}
-	budgetSpent := sctx.Err() != nil // a job's own shorter deadline is not its budget's
+	// A job's own shorter deadline is not its budget's; a Finisher's
+	// slice spends its budget and finishes what it started.
+	budgetSpent := sctx.Err() != nil && e.finish == 0
 
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Duration("elapsed", res.Duration))
 	var pe *panicError
@@ -251,7 +261,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 		log.ErrorContext(ctx, "worksteal: slice panicked", slog.Any("panic", pe.value), slog.String("stack", string(pe.stack)))
 	// An error once the budget is spent is the budget's doing, whatever its
 	// type (a Redis call cut by the deadline reports an i/o timeout).
-	case budgetSpent && err != nil || res.Duration > e.cfg.Budget+overrunGrace(e.cfg.Budget):
+	case budgetSpent && err != nil || res.Duration > e.due()+overrunGrace(e.cfg.Budget):
 		res.Outcome = OutcomeTimeout
 		if err == nil {
 			res.Err = fmt.Errorf("recruiter: job %s overran its budget of %v", e.name, e.cfg.Budget)
@@ -320,7 +330,7 @@ func (s *slice) finish(res result) {
 	case e.lock.auto && g.streak > 0:
 		e.coolOff(s.until)
 		err = s.lock.release(fctx, releaseDone)
-	case e.lock.auto && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
+	case e.lock.auto && !s.woken && !e.woken.Load() && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
 		e.coolOff(s.until)
 		return
 	case e.lock.auto:

@@ -64,7 +64,11 @@ type JobStats struct {
 	// Timed counts the slices that this process's pace timer started
 	// because no enlistment came in time (a quiet process): they have an
 	// outcome but no draw, so Ran may exceed Drawn.
-	Timed           uint64
+	Timed uint64
+	// Woken counts the slices that an enqueue into the job's queue in
+	// this process asked for (jobs.Drain, a Mux's job), started by the
+	// pace timer at once rather than at the planned visit.
+	Woken           uint64
 	Ran             uint64
 	SkippedLocked   uint64
 	SkippedCooldown uint64
@@ -154,6 +158,7 @@ type jobStats struct {
 
 	admitted   atomic.Uint64 // draws that passed the gates
 	timed      atomic.Uint64 // slices the pace timer started, without a draw
+	woken      atomic.Uint64 // slices an enqueue here asked for
 	gatedLater atomic.Uint64 // admitted, then gated when the slice was to start
 
 	ran, skippedLocked, skippedCooldown, skippedPaused atomic.Uint64
@@ -207,6 +212,7 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 		Name: e.name, Automatic: e.lock.auto, Rate: e.share.Load(), Budget: e.cfg.Budget, Every: e.cfg.Every,
 		Drawn:           s.admitted.Load() + s.gatedAtDraw.Load(),
 		Timed:           s.timed.Load(),
+		Woken:           s.woken.Load(),
 		Ran:             s.ran.Load(),
 		SkippedLocked:   s.skippedLocked.Load(),
 		SkippedCooldown: s.skippedCooldown.Load(),

@@ -60,6 +60,13 @@ func (r *Recruiter) timerLoop() {
 func (r *Recruiter) visitDue(now time.Time) time.Duration {
 	sleep := timerSleepMax
 	for _, e := range r.jobs.Load().entries {
+		if e.woken.Load() {
+			started, wait := r.visitWoken(e, now)
+			sleep = min(sleep, wait)
+			if started {
+				continue
+			}
+		}
 		if !e.lock.auto && !e.lock.sched {
 			continue
 		}
@@ -77,7 +84,7 @@ func (r *Recruiter) visitDue(now time.Time) time.Duration {
 		}
 		e.stats.timed.Add(1)
 		e.timerAgain.Store(now.Add(timerRetry).UnixNano())
-		r.start(context.Background(), e, 1, nil, false)
+		r.start(context.Background(), e, 1, nil, false, false)
 		sleep = min(sleep, timerRetry) // its end wakes the loop with the new plan
 	}
 	return sleep

@@ -52,6 +52,16 @@ func chainMux(t *testing.T, b *bundle, ran map[string]*atomic.Int64) {
 	})
 }
 
+// oneBatch makes b's job one of a batch a slice, so that a test sees a
+// chain's steps one slice at a time.
+func oneBatch(t *testing.T, b *bundle) {
+	t.Helper()
+	var err error
+	if b.job, err = b.mux.Job(b.q, jobs.DrainConfig{Batching: jobs.Batching{MaxBatches: 1}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func chainOf(label string, a, b int) []tasks.Step {
 	return []tasks.Step{
 		{Type: "add", Args: addArgs{A: a, B: b, Label: label}},
@@ -68,6 +78,7 @@ func TestChainRunsStepByStep(t *testing.T) {
 	b := setup(t, nil, fastRetries)
 	ran := map[string]*atomic.Int64{}
 	chainMux(t, b, ran)
+	oneBatch(t, b) // a slice runs the next step too, since its ack enqueued it
 	ctx := testrig.Context(t, 30*time.Second)
 	id, err := tasks.EnqueueChain(ctx, b.client, chainOf("x", 2, 3))
 	if err != nil {
@@ -289,6 +300,7 @@ func TestChainStepsSettleInOneRoundTrip(t *testing.T) {
 	b := setup(t, rdb, fastRetries)
 	ran := map[string]*atomic.Int64{}
 	chainMux(t, b, ran)
+	oneBatch(t, b)
 	ctx := testrig.Context(t, 30*time.Second)
 	ids := make([]string, 30)
 	for i := range ids {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -237,8 +238,11 @@ func TestSIGKILLMidChain(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	cfg := queue.Config{Prefix: redistest.Prefix(t), Lease: lease}
 	b := setup(t, rdb, cfg)
-	var runs []string
-	if err := chainSteps(b.mux, func(s string) { runs = append(runs, s) }); err != nil {
+	var (
+		mu   sync.Mutex // handlers run side by side
+		runs []string
+	)
+	if err := chainSteps(b.mux, func(s string) { mu.Lock(); runs = append(runs, s); mu.Unlock() }); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testrig.Context(t, 60*time.Second)
@@ -293,6 +297,8 @@ func TestSIGKILLMidChain(t *testing.T) {
 		return true
 	})
 	again := map[string]int{}
+	mu.Lock()
+	defer mu.Unlock()
 	for _, r := range runs {
 		if acked[r] {
 			t.Errorf("%s was acked by the killed worker and ran again", r)

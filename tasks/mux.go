@@ -57,7 +57,9 @@ func NewMux(opts ...Option) *Mux {
 // an error wrapping [ErrDuplicateType]. h gets the task's decoded
 // arguments; what it returns is encoded as the task's result, which
 // [Call] returns, and an error fails the attempt, with its text as cause
-// (see [Mux.Job]). Since delivery is at least once, h must be idempotent.
+// (see [Mux.Job]). A slice runs several tasks at once
+// (jobs.DrainConfig.Concurrency), so h must be safe for concurrent use;
+// since delivery is at least once, it must be idempotent.
 // [Task.Handle] is Handle with the type, A and R of a [Task].
 func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R, error)) error {
 	switch {

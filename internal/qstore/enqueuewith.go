@@ -113,5 +113,8 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 	if got == "" {
 		return "", false, q.wrap("enqueue", fmt.Errorf("%w: no id", errUnexpectedScript))
 	}
+	if dup == 0 && opts.Delay <= 0 {
+		q.bell.Ring()
+	}
 	return got, dup == 1, nil
 }

@@ -192,6 +192,9 @@ func (q *Store) EnqueueJoin(ctx context.Context, j JoinSpec) (id string, duplica
 	if got == "" {
 		return "", false, q.wrap("enqueue join", fmt.Errorf("%w: no id", errUnexpectedScript))
 	}
+	if dup == 0 {
+		q.bell.Ring() // the children are pending, whatever the final's delay
+	}
 	return got, dup == 1, nil
 }
 

@@ -56,9 +56,17 @@ type SettleResult struct {
 // if any, on to it. The ack of a join's child counts the join down, and
 // the one that ends it enqueues its final item (see [Store.EnqueueJoin]);
 // a nack of a child to the dead letters wakes the join's waiters.
-func (q *Store) Settle(ctx context.Context, settlements ...Settlement) (SettleResult, error) {
-	var s SettleResult
+func (q *Store) Settle(ctx context.Context, settlements ...Settlement) (s SettleResult, err error) {
+	// An ack that enqueued a next step or a join's final item rings the
+	// bell, so that it starts soon.
+	follows := false
+	defer func() {
+		if follows && s.Acked > 0 {
+			q.bell.Ring()
+		}
+	}()
 	for _, o := range settlements {
+		follows = follows || o.Err == nil && (o.FollowUp != nil || joinOf(o.Item.ID) != "")
 		if err := checkItem(o.Item); err != nil {
 			return s, err
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/wakeup"
+
 	"github.com/worksteal/worksteal/internal/heal"
 )
 
@@ -36,6 +38,7 @@ type Store struct {
 	name string
 	cfg  Config
 	k    keys
+	bell *wakeup.Bell // rung when an item becomes pending here
 }
 
 // Of returns the Store of q, a *queue.Queue. Package queue sets it in its
@@ -136,8 +139,12 @@ const encodingPin = "worksteal: this entry keeps the key in Redis's hashtable en
 // defaults package queue has applied and checked, as it has checked the
 // name. New makes no Redis call.
 func New(rdb redis.UniversalClient, name string, cfg Config) *Store {
-	return &Store{rdb: rdb, name: name, cfg: cfg, k: newKeys(cfg.Prefix, name)}
+	k := newKeys(cfg.Prefix, name)
+	return &Store{rdb: rdb, name: name, cfg: cfg, k: k, bell: wakeup.For(k.tag)}
 }
+
+// Bell is the queue's bell, which this process's enqueues ring.
+func (q *Store) Bell() *wakeup.Bell { return q.bell }
 
 // Name returns the queue's name.
 func (q *Store) Name() string { return q.name }
@@ -225,6 +232,9 @@ func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts En
 		}
 		ids = append(ids, chunk...)
 		start = end
+		if delay == 0 {
+			q.bell.Ring()
+		}
 	}
 	return ids, nil
 }
