@@ -48,9 +48,10 @@ type burner struct {
 	next    int
 }
 
-// registerTasks registers the typed-task job, paced by Every alone, and
-// serves /backlog and /idle on mux.
-func registerTasks(rec *recruiter.Recruiter, q *queue.Queue, w *worker, cpu time.Duration, mux *http.ServeMux) error {
+// registerTasks registers the typed-task job, paced by Every alone, with
+// concurrency handlers at once (0: Drain's default), and serves /backlog
+// and /idle on mux.
+func registerTasks(rec *recruiter.Recruiter, q *queue.Queue, w *worker, cpu time.Duration, concurrency int, mux *http.ServeMux) error {
 	iters := calibrateBurn(cpu)
 	tm := tasks.NewMux()
 	b := &burner{q: q}
@@ -63,7 +64,7 @@ func registerTasks(rec *recruiter.Recruiter, q *queue.Queue, w *worker, cpu time
 	}); err != nil {
 		return err
 	}
-	job, err := tm.Job(q, jobs.DrainConfig{})
+	job, err := tm.Job(q, jobs.DrainConfig{Concurrency: concurrency})
 	if err != nil {
 		return err
 	}

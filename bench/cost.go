@@ -39,11 +39,15 @@ var variants = []variant{
 	// What users get: typed tasks under the automatic pace (Every alone),
 	// each burning 2 ms of CPU, and a backlog that never runs out.
 	{"tasks", "tasks, automatic pace, 2 ms CPU each, backlog", []string{"-mw", "tasks"}},
+	// The same with one handler at a time, as DrainConfig advises for
+	// handlers that burn CPU (its default, 32, suits handlers that wait).
+	{"tasks-c1", "tasks, automatic pace, 2 ms CPU each, backlog, Concurrency 1", []string{"-mw", "tasks", "-task-concurrency", "1"}},
 	// Every row above runs with the pressure gate at its default; these
 	// are their twins without it, at the saturating rate, where it acts.
 	{"bg-0.01-nogate", "fixed rate 0.01, background, pressure gate off", []string{"-mw", "job", "-rate", "0.01", "-pressure", "-1ns"}},
 	{"bg-1-cpu-nogate", "fixed rate 1.0, background, CPU job, pressure gate off", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "-1ns"}},
 	{"tasks-nogate", "tasks, automatic pace, 2 ms CPU each, backlog, pressure gate off", []string{"-mw", "tasks", "-pressure", "-1ns"}},
+	{"tasks-c1-nogate", "tasks, automatic pace, 2 ms CPU each, backlog, Concurrency 1, pressure gate off", []string{"-mw", "tasks", "-task-concurrency", "1", "-pressure", "-1ns"}},
 	{"bg-0.01-strict", "fixed rate 0.01, background, pressure 250µs", []string{"-mw", "job", "-rate", "0.01", "-pressure", "250us"}},
 	{"bg-1-cpu-strict", "fixed rate 1.0, background, CPU job, pressure 250µs", []string{"-mw", "job", "-rate", "1", "-job", "cpu", "-pressure", "250us"}},
 	{"tasks-strict", "tasks, automatic pace, 2 ms CPU each, backlog, pressure 250µs", []string{"-mw", "tasks", "-pressure", "250us"}},
@@ -51,7 +55,7 @@ var variants = []variant{
 
 // gateTwins groups each variant (the gate at its default) with its twins
 // without the gate and with a stricter one, run at the saturating rate only.
-var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}}
+var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}, {"tasks-c1", "tasks-c1-nogate", ""}}
 
 // costRow is one variant at one request rate: throughput is the median
 // across rounds, latencies are quantiles of all rounds' requests pooled.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -96,9 +95,10 @@ func (p *wsPeer) left(ctx context.Context) (int64, error) {
 
 // start works the queue: with r.defaults as README wires it (a recruiter,
 // the job at Every 1s, net/http middleware and fast exits at
-// p.cfg.fastExits per second); otherwise as a dedicated worker would, in
-// r.workers loops each running the job's slices back to back (the
-// recruiter's budget, 50 ms), resting idlePoll when a slice finds nothing.
+// p.cfg.fastExits per second); otherwise as a dedicated worker would: one
+// loop running the job's slices back to back (the recruiter's budget,
+// 50 ms), each with r.workers handlers at once (DrainConfig.Concurrency),
+// resting idlePoll after a slice that found nothing.
 func (p *wsPeer) start(ctx context.Context, r peerRun, h peerHandler) (stop func() error, err error) {
 	mux := tasks.NewMux()
 	if err := peerTask.Handle(mux, func(ctx context.Context, a peerArgs) (struct{}, error) {
@@ -110,44 +110,30 @@ func (p *wsPeer) start(ctx context.Context, r peerRun, h peerHandler) (stop func
 	if r.defaults {
 		return p.startREADME(ctx, mux)
 	}
-	cfg := jobs.DrainConfig{}
-	if r.wait > 0 {
-		// Slow tasks: a batch of one, so that every loop has an item
-		// while any is pending (a loop's first batch claims Batch items
-		// and hands back those it had no time for).
-		cfg.Batch = 1
-	}
-	job, err := mux.Job(p.q, cfg)
+	job, err := mux.Job(p.q, jobs.DrainConfig{Concurrency: r.workers})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range r.workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				sctx, done := context.WithTimeout(ctx, sliceBudget)
-				rep, err := job.Run(sctx)
-				done()
-				if err != nil && ctx.Err() == nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-				if rep.Items == 0 && !rep.More {
-					_ = sleepCtx(ctx, idlePoll)
-				}
+	done := make(chan error, 1)
+	go func() {
+		var first error
+		for ctx.Err() == nil {
+			sctx, end := context.WithTimeout(ctx, sliceBudget)
+			rep, err := job.Run(sctx)
+			end()
+			if err != nil && ctx.Err() == nil && first == nil {
+				first = err
 			}
-		})
-	}
+			if rep.Items == 0 && !rep.More {
+				_ = sleepCtx(ctx, idlePoll)
+			}
+		}
+		done <- first
+	}()
 	return func() error {
 		cancel()
-		wg.Wait()
-		return first
+		return <-done
 	}, nil
 }
 

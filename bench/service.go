@@ -47,8 +47,10 @@ type serviceFlags struct {
 	job    string // wait | cpu
 	paced  bool
 	press  time.Duration
-	// taskCPU is what one task of -mw tasks burns.
-	taskCPU time.Duration
+	// taskCPU is what one task of -mw tasks burns, and taskConc how many
+	// run at once in a slice.
+	taskCPU  time.Duration
+	taskConc int
 }
 
 func (f *serviceFlags) register(fs *flag.FlagSet) {
@@ -56,6 +58,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", "worksteal", "service: key prefix of the recruiter and the queue")
 	fs.StringVar(&f.mw, "mw", "none", "service: none (no middleware), empty (middleware, no jobs), job (one job at a fixed rate), tasks (typed tasks burning -task-cpu each, automatic pace, a backlog), queue (drain, tidy, promote)")
 	fs.DurationVar(&f.taskCPU, "task-cpu", 2*time.Millisecond, "service: CPU one task burns (-mw tasks)")
+	fs.IntVar(&f.taskConc, "task-concurrency", 0, "service: jobs.DrainConfig.Concurrency of the tasks job (-mw tasks; 0: its default)")
 	fs.Float64Var(&f.rate, "rate", 0.01, "service: rate of the CPU job (-mw job)")
 	fs.BoolVar(&f.inline, "inline", false, "service: inline mode")
 	fs.DurationVar(&f.work, "work", 20*time.Millisecond, "service: length of one slice of the job (-mw job)")
@@ -210,7 +213,7 @@ func registerJobs(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f service
 		})
 		return rec.Register(job, recruiter.JobConfig{Rate: f.rate})
 	case "tasks":
-		return registerTasks(rec, q, w, f.taskCPU, mux)
+		return registerTasks(rec, q, w, f.taskCPU, f.taskConc, mux)
 	case "queue":
 		drain, tidy, promote, err := queueJobs(q, w)
 		if err != nil {
