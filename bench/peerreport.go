@@ -225,7 +225,8 @@ func peerTargets(p func(string, ...any), res peerResults) {
 		if med < want {
 			met = "**missed**"
 		}
-		p("| %s | %.2f× (%.2f–%.2f) | %s |", what, med, lo, hi, met)
+		// Three decimals: a verdict must not hang on a rounding.
+		p("| %s | %.3f× (%.3f–%.3f) | %s |", what, med, lo, hi, met)
 	}
 	row("no-op processing ≥ 10× asynq, 1 worker", "noop-1", 10)
 	row("no-op processing ≥ 10× asynq, 8 workers", "noop-8", 10)
