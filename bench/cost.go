@@ -70,6 +70,7 @@ type costRow struct {
 	P99Ratio     float64 // to "no middleware" at the same rate, same run
 	P99RatioMin  float64 // the rounds' own ratios, lowest and highest
 	P99RatioMax  float64
+	P99RatioMed  float64       // their median: a burst of the machine's other work in one round moves it little
 	SlicesPerSec float64       // slices the variant's job ran, over the whole experiment
 	Ran          uint64        // slices that ran during this rate's runs
 	Pressured    uint64        // slices the pressure gate held back during this rate's runs
@@ -183,6 +184,7 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 			}
 			row.P99Ratio = float64(row.P99) / float64(pool(base).quantile(0.99))
 			row.P99RatioMin, row.P99RatioMax = slices.Min(ratios), slices.Max(ratios)
+			row.P99RatioMed = medianF(ratios, func(x float64) float64 { return x })
 			if st, err := fetchStats(ctx, procs[vi].addr); err == nil && len(st.Jobs) > 0 {
 				row.SlicesPerSec = float64(st.Jobs[0].Slices) / elapsed
 			}

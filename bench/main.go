@@ -38,7 +38,7 @@ type options struct {
 }
 
 func main() {
-	role := flag.String("role", "bench", "bench (the orchestrator), service or daemon (started by the orchestrator)")
+	role := flag.String("role", "bench", "bench (the orchestrator); service, daemon or enqueuer (started by the orchestrator)")
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short runs for development (under a minute); the figures are not for publishing")
 	flag.BoolVar(&o.pace, "pace", false, "run the pace benchmark instead (about 13 minutes): automatic pace against fleet size and traffic, and after a scale-in and a scale-out; rewrites its own section of BENCHMARKS.md and bench/results/pace-*.svg")
@@ -56,6 +56,12 @@ func main() {
 	case "service", "daemon":
 		if err := runService(*role, sf); err != nil {
 			fmt.Fprintln(os.Stderr, "bench "+*role+":", err)
+			os.Exit(1)
+		}
+		return
+	case "enqueuer":
+		if err := runEnqueuer(sf); err != nil {
+			fmt.Fprintln(os.Stderr, "bench enqueuer:", err)
 			os.Exit(1)
 		}
 		return

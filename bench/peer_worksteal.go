@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +30,7 @@ type wsPeer struct {
 	q       *queue.Queue
 	c, cc   *tasks.Client
 	cfg     wsConfig
+	addr    string
 }
 
 // wsConfig sets what varies between worksteal's rows.
@@ -32,10 +38,13 @@ type wsConfig struct {
 	// fastExits is the fast exits per second that reach the process under
 	// README's wiring (the latency rows); 0: none, the pace timer alone.
 	fastExits float64
+	// remote: the latency rows' tasks come from another process (this
+	// program with -role enqueuer), whose enqueues ring no bell here.
+	remote bool
 }
 
 func newWSPeer(addr string, cfg wsConfig) (*wsPeer, error) {
-	p := &wsPeer{cfg: cfg,
+	p := &wsPeer{cfg: cfg, addr: addr,
 		rdb:     redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64}),
 		callRDB: redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 1024}),
 	}
@@ -180,4 +189,49 @@ func (p *wsPeer) startREADME(ctx context.Context, mux *tasks.Mux) (stop func() e
 		defer done()
 		return errors.Join(srv.Shutdown(sctx), rec.Shutdown(sctx))
 	}, nil
+}
+
+// enqueueFromChild has another process enqueue at rate for d (this
+// program with -role enqueuer), and returns how many it enqueued and how
+// many enqueues failed.
+func (p *wsPeer) enqueueFromChild(ctx context.Context, rate float64, d time.Duration) (n, failed int64, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.Command(self, "-role", "enqueuer", "-redis", p.addr, "-enqueue-rate", fmt.Sprint(rate), "-enqueue-for", d.String())
+	var out bytes.Buffer
+	done, err := startChild(cmd, &out)
+	if err != nil {
+		return 0, 0, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		stopChild(cmd, time.Second)
+		return 0, 0, ctx.Err()
+	}
+	if _, err := fmt.Sscanf(out.String(), "enqueued %d failed %d", &n, &failed); err != nil {
+		return 0, 0, fmt.Errorf("enqueuer said %q: %w", out.String(), err)
+	}
+	return n, failed, nil
+}
+
+// runEnqueuer is -role enqueuer: peer tasks at f.enqueueRate per second
+// for f.enqueueFor, numbered from 0, then a line with the counts.
+func runEnqueuer(f serviceFlags) error {
+	p, err := newWSPeer(f.redis, wsConfig{})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	ctx := context.Background()
+	var failed atomic.Int64
+	n := openLoop(ctx, f.enqueueRate, f.enqueueFor, func(i int64) {
+		if err := p.enqueue(ctx, peerArgs{ID: i, At: time.Now().UnixNano()}); err != nil {
+			failed.Add(1)
+		}
+	})
+	fmt.Printf("enqueued %d failed %d\n", n, failed.Load())
+	return nil
 }

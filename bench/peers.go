@@ -223,6 +223,11 @@ func runPeerBench(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer wsQuiet.close()
+	wsRemote, err := newWSPeer(e.addr, wsConfig{fastExits: wsFastExits, remote: true})
+	if err != nil {
+		return err
+	}
+	defer wsRemote.close()
 	aq := newAsynqPeer(e.addr)
 	defer aq.close()
 	rv, err := newRiverPeer(ctx, pg.dsn())
@@ -234,7 +239,7 @@ func runPeerBench(ctx context.Context, o options) (err error) {
 	res := peerResults{}
 	for round := range plan.rounds {
 		for _, x := range peerExps {
-			for _, s := range peerSystemsOf(x, ws, wsQuiet, aq, rv) {
+			for _, s := range peerSystemsOf(x, ws, wsQuiet, wsRemote, aq, rv) {
 				r, err := runPeerOnce(ctx, plan, x, s)
 				if err != nil {
 					if errors.Is(err, errUnsupported) {
@@ -261,11 +266,12 @@ func pgRunAs() string {
 
 // peerSystemsOf lists the systems an experiment runs on, in the order of
 // every round: the latency adds worksteal with no traffic at all (its pace
-// timer alone), and Call is worksteal's alone.
-func peerSystemsOf(x peerExp, ws, wsQuiet, aq, rv peerSystem) []peerSystem {
+// timer alone) and worksteal with its tasks enqueued by another process
+// (no local wake-up), and Call is worksteal's alone.
+func peerSystemsOf(x peerExp, ws, wsQuiet, wsRemote, aq, rv peerSystem) []peerSystem {
 	switch x.kind {
 	case expLatency:
-		return []peerSystem{ws, wsQuiet, aq, rv}
+		return []peerSystem{ws, wsQuiet, wsRemote, aq, rv}
 	case expCall:
 		return []peerSystem{ws, wsQuiet}
 	}
@@ -278,7 +284,10 @@ func peerLabel(x peerExp, s peerSystem) string {
 	if !ok || (x.kind != expLatency && x.kind != expCall) {
 		return s.name()
 	}
-	if w.cfg.fastExits == 0 {
+	switch {
+	case w.cfg.remote:
+		return fmt.Sprintf("worksteal, %d fast exits/s, enqueued by another process", int(w.cfg.fastExits))
+	case w.cfg.fastExits == 0:
 		return "worksteal, no traffic (pace timer)"
 	}
 	return fmt.Sprintf("worksteal, %d fast exits/s", int(w.cfg.fastExits))
@@ -428,20 +437,30 @@ func peerLatency(ctx context.Context, plan peerPlan, x peerExp, s peerSystem) (p
 	total := plan.warmup + plan.window
 	tr := newTracker(int(peerRate*total.Seconds())+16, 0)
 	tr.hist = &histogram{}
+	tr.measureFrom = time.Now().Add(plan.warmup).UnixNano()
 	stop, err := s.start(ctx, x.run, tr.handle)
 	if err != nil {
 		return peerResult{}, err
 	}
-	tr.measureFrom = time.Now().Add(plan.warmup).UnixNano()
-	var errs atomic.Int64
-	n := openLoop(ctx, peerRate, total, func(i int64) {
-		if err := s.enqueue(ctx, peerArgs{ID: i, At: time.Now().UnixNano()}); err != nil {
-			errs.Add(1)
+	var n, failed int64
+	if w, ok := s.(*wsPeer); ok && w.cfg.remote {
+		n, failed, err = w.enqueueFromChild(ctx, peerRate, total)
+		if err != nil {
+			_ = stop()
+			return peerResult{}, err
 		}
-	})
-	waitErr := tr.await(ctx, n-errs.Load(), time.Minute)
+	} else {
+		var errs atomic.Int64
+		n = openLoop(ctx, peerRate, total, func(i int64) {
+			if err := s.enqueue(ctx, peerArgs{ID: i, At: time.Now().UnixNano()}); err != nil {
+				errs.Add(1)
+			}
+		})
+		failed = errs.Load()
+	}
+	waitErr := tr.await(ctx, n-failed, time.Minute)
 	return finishRun(ctx, s, tr, n, stop, waitErr, func(r *peerResult) {
-		r.hist, r.errors = tr.hist, errs.Load()
+		r.hist, r.errors = tr.hist, failed
 	})
 }
 

@@ -51,6 +51,9 @@ type serviceFlags struct {
 	// run at once in a slice.
 	taskCPU  time.Duration
 	taskConc int
+	// The peer benchmark's enqueuer (-role enqueuer).
+	enqueueRate float64
+	enqueueFor  time.Duration
 }
 
 func (f *serviceFlags) register(fs *flag.FlagSet) {
@@ -58,6 +61,8 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", "worksteal", "service: key prefix of the recruiter and the queue")
 	fs.StringVar(&f.mw, "mw", "none", "service: none (no middleware), empty (middleware, no jobs), job (one job at a fixed rate), tasks (typed tasks burning -task-cpu each, automatic pace, a backlog), queue (drain, tidy, promote)")
 	fs.DurationVar(&f.taskCPU, "task-cpu", 2*time.Millisecond, "service: CPU one task burns (-mw tasks)")
+	fs.Float64Var(&f.enqueueRate, "enqueue-rate", 500, "enqueuer: peer tasks per second")
+	fs.DurationVar(&f.enqueueFor, "enqueue-for", time.Second, "enqueuer: how long to enqueue")
 	fs.IntVar(&f.taskConc, "task-concurrency", 0, "service: jobs.DrainConfig.Concurrency of the tasks job (-mw tasks; 0: its default)")
 	fs.Float64Var(&f.rate, "rate", 0.01, "service: rate of the CPU job (-mw job)")
 	fs.BoolVar(&f.inline, "inline", false, "service: inline mode")
