@@ -85,8 +85,9 @@ const (
 // its lease ends in the dead letters rather than at the head of the
 // queue forever.
 //
-// Claims are atomic, so slices of one Drain may run side by side on
-// several processes: see [recruiter.JobConfig].Slices.
+// Claims are atomic, so slices of one Drain run side by side on several
+// processes: up to 4 at once while a backlog lasts or enqueues wake them
+// ([recruiter.JobConfig].Slices sets another bound).
 //
 // A panicking handler does not lose its item: the panic is recovered and
 // the item nacked with it as cause; the slice goes on with the next item,
@@ -144,6 +145,14 @@ func (j *drainJob) Name() string { return j.name }
 // handlers it started: up to their lease, which bounds their contexts
 // (see [recruiter.Finisher]).
 func (j *drainJob) Finish() time.Duration { return j.q.Config().Lease }
+
+// Slices is how many slices of a drain run at once across the fleet by
+// default ([recruiter.SideBySide]): each has Concurrency handlers.
+func (j *drainJob) Slices() int { return drainSlicesDefault }
+
+// drainSlicesDefault: four processes at once, each with its handlers,
+// while a backlog lasts or enqueues wake them.
+const drainSlicesDefault = 4
 
 // Bell is the queue's bell: the recruiter visits the job soon after this
 // process enqueues into it.

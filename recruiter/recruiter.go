@@ -101,6 +101,10 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	if err := cfg.validate(name); err != nil {
 		return err
 	}
+	if sb, ok := job.(SideBySide); ok && cfg.Slices == 0 && cfg.Schedule == "" {
+		cfg.Slices = min(max(sb.Slices(), 1), slicesMax)
+	}
+	cfg.Slices = max(cfg.Slices, 1)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
