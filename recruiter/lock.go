@@ -20,13 +20,13 @@ import (
 // assumption about that key lives in this file, and every step is a
 // script that reads before it acts, with times from Redis's clock.
 type jobLock struct {
-	key   string
-	ttl   time.Duration // of a running slice's lock: lockTTL(budget)
-	every time.Duration
-	auto  bool          // automatic pace: the job runs once per slot of Every
-	sched bool          // a schedule: the job runs once per tick
-	phase time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
-	slices int          // how many slices may run at once: the lock and slices-1 seats beside it
+	key    string
+	ttl    time.Duration // of a running slice's lock: lockTTL(budget)
+	every  time.Duration
+	auto   bool          // automatic pace: the job runs once per slot of Every
+	sched  bool          // a schedule: the job runs once per tick
+	phase  time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
+	slices int           // how many slices may run at once: the lock and slices-1 seats beside it
 }
 
 func newJobLock(prefix, name string, cfg JobConfig) jobLock {
