@@ -9,13 +9,15 @@
 -- leases scored +inf, the field "" of attempts
 -- ARGV[4]: max attempts, for expired leases without a limit of their own
 -- Returns {deadline ms, promoted, recovered, "-number" of this claim,
--- limits, then id, payload, attempt per item}, or its first three alone
--- when nothing is pending: promoted and recovered count what the
+-- limits, more, then id, payload, attempt per item}, or its first three
+-- alone when nothing is pending: promoted and recovered count what the
 -- maintenance brought back (below); limits lists the items with a limit
 -- of their own (EnqueueOptions.MaxAttempts) as pairs of their index (1
 -- for the first) and the limit, and is empty when none has one. An item's
 -- token is its attempt followed by that "-number"; its attempts field
--- holds the token while it is leased, and only the count otherwise.
+-- holds the token while it is leased, and only the count otherwise. more
+-- is 1 when items were set aside (below) up to the bound on what one call
+-- looks at, so that more may be claimable behind them; else 0.
 -- The deadline is TIME rounded up to the ms, plus the lease: rounded
 -- down, a lease could start up to 1ms before the script runs, and end
 -- before a client that counts it from when it sent the claim expects.
@@ -38,23 +40,35 @@
 -- last: a failure leaves them pending, never lost.
 -- Cost: one bulk command per structure, and no number turned into a string
 -- per item (Lua's tostring is dearer than most Redis commands here).
+-- Task types with limits (types.lua, which Go prepends, names their keys):
+-- an item whose type is over its limit is set aside (parked) with its
+-- attempt uncounted, so that the items behind it are claimed; parked
+-- items of a type are claimed before its pending ones once it is under
+-- its limit again. Such a claim looks at up to 4n pending entries. A
+-- queue without limits pays nothing for them: whether it has any rides on
+-- the EXISTS calls it makes anyway (EXISTS counts a key named twice
+-- twice, so one call tells two keys apart).
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local deadline = t[1] * 1000 + math.ceil(t[2] / 1000) + tonumber(ARGV[2])
 local nowText = tostring(now)
+local tag = tagOf(KEYS[2])
+local parkedTypes = tag .. ':parked'
 
 local promoted = 0
-if redis.call('EXISTS', KEYS[6]) == 1 then
+local delayedOrParked = redis.call('EXISTS', KEYS[6], parkedTypes, parkedTypes)
+if delayedOrParked % 2 == 1 then
   promoted = promoteDue(KEYS[6], KEYS[1], KEYS[10], nowText, n)
 end
+local anyParked = delayedOrParked >= 2
 dropExpired(KEYS[11], KEYS[12], now, n)
 local recovered = handBackExpired({
   leases = KEYS[2], attempts = KEYS[4], pending = KEYS[1], dead = KEYS[7],
   causes = KEYS[8], ready = KEYS[10], limits = KEYS[9],
 }, nowText, n, tonumber(ARGV[4]))
 
-if redis.call('LLEN', KEYS[1]) == 0 then
+if redis.call('LLEN', KEYS[1]) == 0 and not anyParked then
   return {deadline, promoted, recovered} -- nothing to claim: no claim number either
 end
 -- One claim number for the whole call: a token only has to differ from
@@ -63,7 +77,7 @@ end
 local suffix = string.format('-%d', redis.call('INCR', KEYS[5]))
 local deadlineText = tostring(deadline)
 local own, nown = {}, 0
-local out, nout = {deadline, promoted, recovered, suffix, own}, 5
+local out, nout = {deadline, promoted, recovered, suffix, own, 0}, 6
 -- The pin goes first: Redis picks a new key's encoding by it, and moves
 -- an existing small key to the faster encoding before the batch goes in.
 local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
@@ -74,7 +88,211 @@ local got, looked, seen = 0, 0, {}
 -- (Read after the maintenance, which empties the one and fills the other.)
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
 local anyDead = redis.call('EXISTS', KEYS[7]) == 1
-local anyLimits = redis.call('EXISTS', KEYS[9]) == 1
+local limitsOrTyped = redis.call('EXISTS', KEYS[9], tag .. ':typelimits', tag .. ':typelimits')
+local anyLimits = limitsOrTyped % 2 == 1
+-- claimTyped is the claim of a queue with limited task types, or with
+-- items set aside: typed says that some type has a limit.
+local function claimTyped(typed)
+  -- Each limited type's limits, and what this call may still lease of it.
+  local cfgs = {}
+  if typed then
+    local raw = redis.call('HGETALL', tag .. ':typelimits')
+    for i = 1, #raw, 2 do
+      local running, rate, per = string.match(raw[i + 1], '^(%d+) (%d+) (%d+)$')
+      if running then
+        cfgs[raw[i]] = {running = tonumber(running), rate = tonumber(rate), per = tonumber(per)}
+      end
+    end
+  end
+  -- limitOf returns the limits of typ with its room counted (leases that
+  -- expired free their places, starts older than per leave the window),
+  -- or nil when typ has none.
+  local function limitOf(typ)
+    local c = cfgs[typ]
+    if not c then
+      return nil
+    end
+    if not c.room then
+      local room = math.huge
+      if c.running > 0 then
+        local key = tag .. ':running:' .. typ
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', nowText)
+        room = c.running - redis.call('ZCARD', key)
+      end
+      if c.rate > 0 then
+        local key = tag .. ':starts:' .. typ
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', now - c.per)
+        room = math.min(room, c.rate - redis.call('ZCARD', key))
+      end
+      c.room = room
+    end
+    return c
+  end
+
+  local got = 0
+  local holding, running, starts, parked = {}, {}, {}, {}
+  -- consider leases, drops or sets aside one entry, as the plain claim
+  -- does (see below), and counts its type's place.
+  local function consider(id, value, count, delayed, buried, limit)
+    local leased = count and string.find(count, '-', 1, true)
+    if seen[id] or leased or delayed or buried or id == '' then
+      return
+    end
+    seen[id] = true
+    if not value then
+      dead[ndead + 1] = nowText
+      dead[ndead + 2] = id
+      causes[ndead + 1] = id
+      causes[ndead + 2] = 'malformed: pending id has no stored value'
+      ndead = ndead + 2
+      return
+    end
+    local typ = typed and typeOf(value)
+    local c = typ and limitOf(typ)
+    if c and c.room <= 0 then
+      local p = parked[typ]
+      if not p then
+        p = {}
+        parked[typ] = p
+      end
+      p[#p + 1] = id
+      return
+    end
+    got = got + 1
+    local attempt = (tonumber(count) or 0) + 1
+    local token = tokenOf[attempt]
+    if not token then
+      token = attempt .. suffix
+      tokenOf[attempt] = token
+    end
+    leases[nleases + 1] = deadlineText
+    leases[nleases + 2] = id
+    attempts[nleases + 1] = id
+    attempts[nleases + 2] = token
+    nleases = nleases + 2
+    out[nout + 1] = id
+    out[nout + 2] = value
+    out[nout + 3] = attempt
+    nout = nout + 3
+    local own1 = limit and tonumber(limit)
+    if own1 then
+      own[nown + 1] = got
+      own[nown + 2] = own1
+      nown = nown + 2
+    end
+    if c then
+      c.room = c.room - 1
+      holding[#holding + 1] = id
+      holding[#holding + 1] = typ
+      if c.running > 0 then
+        local r = running[typ] or {}
+        running[typ] = r
+        r[#r + 1] = deadlineText
+        r[#r + 1] = id
+      end
+      if c.rate > 0 then
+        local s = starts[typ] or {}
+        starts[typ] = s
+        s[#s + 1] = nowText
+        s[#s + 1] = id .. ':' .. token
+      end
+    end
+  end
+  -- look considers ids, the head last, until n are leased; it returns
+  -- how many it considered, from the head.
+  local function look(ids)
+    local values = redis.call('HMGET', KEYS[3], unpack(ids))
+    local counts = redis.call('HMGET', KEYS[4], unpack(ids))
+    local delayed = anyDelayed and redis.call('ZMSCORE', KEYS[6], unpack(ids)) or {}
+    local buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
+    local limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
+    local i = #ids
+    while i >= 1 and got < n do
+      consider(ids[i], values[i], counts[i], delayed[i], buried[i], limits[i])
+      i = i - 1
+    end
+    return #ids - i
+  end
+
+  -- Parked items first, each type's up to its room: they were ahead of
+  -- its pending ones.
+  local trims = {}
+  if anyParked then
+    for _, typ in ipairs(redis.call('SMEMBERS', parkedTypes)) do
+      local want = n - got
+      if want == 0 then
+        break
+      end
+      local c = limitOf(typ) -- nil: its limit was lifted
+      if c then
+        want = math.min(want, c.room)
+      end
+      if want > 0 then
+        local key = parkedTypes .. ':' .. typ
+        local ids = redis.call('LRANGE', key, -want, -1)
+        if #ids > 0 then
+          trims[key] = look(ids)
+        end
+      end
+    end
+  end
+
+  -- Then pending, up to 4n entries, as many as n leases take.
+  local looked, bound = 0, 4 * n
+  while got < n and looked < bound do
+    local want = math.min(n - got, bound - looked)
+    local ids = redis.call('LRANGE', KEYS[1], -(looked + want), -(looked + 1))
+    if #ids == 0 then
+      break
+    end
+    looked = looked + look(ids)
+    if #ids < want then
+      break -- pending is exhausted
+    end
+  end
+  if got < n and looked >= bound then
+    out[6] = 1
+  end
+
+  -- Added to their new places before they are taken from the old ones.
+  if got > 0 then
+    redis.call('ZADD', KEYS[2], unpack(leases))
+    redis.call('HSET', KEYS[4], unpack(attempts))
+  end
+  if #holding > 0 then
+    redis.call('HSET', tag .. ':holding', unpack(holding))
+  end
+  for typ, r in pairs(running) do
+    redis.call('ZADD', tag .. ':running:' .. typ, unpack(r))
+  end
+  for typ, s in pairs(starts) do
+    local key = tag .. ':starts:' .. typ
+    redis.call('ZADD', key, unpack(s))
+    redis.call('PEXPIRE', key, cfgs[typ].per + 1000) -- gone once it is idle
+  end
+  for typ, p in pairs(parked) do
+    -- The head first: the oldest ends up at the right, as in pending.
+    redis.call('LPUSH', parkedTypes .. ':' .. typ, unpack(p))
+    redis.call('SADD', parkedTypes, typ)
+  end
+  if ndead > 0 then
+    redis.call('ZADD', KEYS[7], unpack(dead))
+    redis.call('HSET', KEYS[8], unpack(causes))
+  end
+  if looked > 0 then
+    redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
+  end
+  for key, k in pairs(trims) do
+    redis.call('LTRIM', key, 0, -(k + 1))
+    if redis.call('LLEN', key) == 0 then
+      redis.call('SREM', parkedTypes, string.sub(key, #parkedTypes + 2))
+    end
+  end
+  return out
+end
+if limitsOrTyped >= 2 or anyParked then
+  return claimTyped(limitsOrTyped >= 2)
+end
 for _ = 1, 2 do
   local want = n - got
   if want == 0 then

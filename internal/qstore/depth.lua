@@ -1,9 +1,12 @@
 -- Depth: the queue's counts, in O(log n).
 -- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)      KEYS[5]: ready (hash)
+-- KEYS[6]: the set of task types with items set aside (see types.lua)
 -- ARGV[1]: the encoding pin (see encodingPin in store.go)
--- Returns {pending, leased, expired, delayed, due, dead, wait of the next
--- item in ms or -1}.
+-- Returns {pending, leased, expired, delayed, due, dead, parked, wait of
+-- the next item in ms or -1}: pending counts the parked items too, and
+-- the wait is that of pending's head (parked items wait for their limit,
+-- not for a worker).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Not the encoding pin (ARGV[1]) among the leases. ZCOUNT to '(+inf'
@@ -20,12 +23,17 @@ if head then
     wait = math.max(now - since, 0)
   end
 end
+local parked = 0
+for _, typ in ipairs(redis.call('SMEMBERS', KEYS[6])) do
+  parked = parked + redis.call('LLEN', KEYS[6] .. ':' .. typ)
+end
 return {
-  redis.call('LLEN', KEYS[1]),
+  redis.call('LLEN', KEYS[1]) + parked,
   leased,
   redis.call('ZCOUNT', KEYS[2], '-inf', now),
   redis.call('ZCARD', KEYS[3]),
   redis.call('ZCOUNT', KEYS[3], '-inf', now),
   redis.call('ZCARD', KEYS[4]),
+  parked,
   wait,
 }

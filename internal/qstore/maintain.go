@@ -21,11 +21,11 @@ var (
 
 	//go:embed tidy.lua
 	tidySource string
-	tidyScript = redis.NewScript(expiredSource + maintainSource + tidySource)
+	tidyScript = redis.NewScript(expiredSource + typesSource + maintainSource + tidySource)
 
 	//go:embed promote.lua
 	promoteSource string
-	promoteScript = redis.NewScript(maintainSource + promoteSource)
+	promoteScript = redis.NewScript(typesSource + maintainSource + promoteSource)
 
 	//go:embed requeue.lua
 	requeueSource string

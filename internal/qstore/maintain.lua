@@ -31,7 +31,8 @@ end
 -- limits, else maxAttempts) is dead-lettered with a cause; the others go
 -- to the tail of pending, marked ready now. Each keeps its count of
 -- attempts; its token goes. k holds the keys: leases, attempts, pending,
--- dead, causes, ready, limits.
+-- dead, causes, ready, limits. Their places in their task types' limits
+-- are freed (letGo in types.lua, which Go prepends before this).
 local function handBackExpired(k, nowText, max, maxAttempts)
   local ids = redis.call('ZRANGEBYSCORE', k.leases, '-inf', nowText, 'LIMIT', 0, max)
   if #ids == 0 then
@@ -74,6 +75,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     redis.call('HDEL', k.ready, unpack(deadIds))
   end
   redis.call('ZREM', k.leases, unpack(ids))
+  letGo(tagOf(k.leases), ids)
   if #counts > 0 then
     redis.call('HSET', k.attempts, unpack(counts))
   end

@@ -99,7 +99,11 @@ end
 -- Attempt limits of items enqueued with their own (EnqueueOptions.
 -- MaxAttempts); the others have ARGV[3]. A queue that never had one has no
 -- limits key, and its nacks look nothing up.
-local hasLimits = redis.call('EXISTS', KEYS[11]) == 1
+-- The same EXISTS says whether any item is held in its task type's limits
+-- (types.lua): it counts a key named twice twice.
+local tag = tagOf(KEYS[1])
+local limitsOrHeld = redis.call('EXISTS', KEYS[11], tag .. ':holding', tag .. ':holding')
+local hasLimits = limitsOrHeld % 2 == 1
 local function limitOf(id)
   return hasLimits and tonumber(redis.call('HGET', KEYS[11], id)) or maxAttempts
 end
@@ -278,6 +282,7 @@ if #causes > 0 then
 end
 if #settled > 0 then
   redis.call('ZREM', KEYS[1], unpack(settled))
+  letGo(tag, settled, nil, limitsOrHeld >= 2) -- see types.lua, which Go prepends
 end
 if #deadIds > 0 then
   redis.call('HDEL', KEYS[4], unpack(deadIds))

@@ -62,6 +62,12 @@ type keys struct {
 	expiring string // list of "expiry ms:id" of results, in expiry order
 	limits   string // hash id → its own max attempts (EnqueueOptions.MaxAttempts)
 
+	// Task types' limits (limits.go; the scripts name these keys after
+	// the tag themselves, see types.lua).
+	typeLimits string // hash type → "running rate per-ms"
+	holding    string // hash id → type, of leased items of limited types
+	parked     string // set of the types with items set aside
+
 	// Key lists of the scripts that take no per-id keys, built once.
 	enqueueKeys, depthKeys []string
 	enqueueWithKeys        []string
@@ -89,10 +95,14 @@ func newKeys(prefix, name string) keys {
 		results:  tag + ":results",
 		expiring: tag + ":expiring",
 		limits:   tag + ":limits",
+
+		typeLimits: tag + ":typelimits",
+		holding:    tag + ":holding",
+		parked:     tag + ":parked",
 	}
 	k.enqueueKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits}
 	k.enqueueWithKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits, k.dead}
-	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready}
+	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready, k.parked}
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes, k.limits, k.ready, k.results, k.expiring}
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
 	k.extendKeys = []string{k.leases, k.attempts}
@@ -117,6 +127,18 @@ func (k keys) chain(id string) string { return k.tag + ":chain:" + id }
 // join is the key of a join's record (see Store.EnqueueJoin): a hash of how
 // many of its children are left to ack and how many it has.
 func (k keys) join(id string) string { return k.tag + ":join:" + id }
+
+// running is the key of the leases of a limited task type: a zset of
+// their ids scored by their deadlines (ms).
+func (k keys) running(typ string) string { return k.tag + ":running:" + typ }
+
+// starts is the key of the claims of a task type limited per interval,
+// in its last interval: a zset of "id:token" scored by claim time (ms).
+func (k keys) starts(typ string) string { return k.tag + ":starts:" + typ }
+
+// parkedList is the key of the items of a task type set aside while it
+// was at its limit: a list of ids, the oldest at the right.
+func (k keys) parkedList(typ string) string { return k.parked + ":" + typ }
 
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
@@ -258,8 +280,8 @@ func (q *Store) Result(ctx context.Context, id string) ([]byte, error) {
 
 // Depth is queue.Depth: the same fields, in the same order.
 type Depth struct {
-	Pending, Leased, Expired, Delayed, Due, Dead int64
-	OldestPending                                time.Duration
+	Pending, Leased, Expired, Delayed, Due, Dead, Parked int64
+	OldestPending                                        time.Duration
 }
 
 // Depth is queue.Queue.Depth.
@@ -268,12 +290,12 @@ func (q *Store) Depth(ctx context.Context) (Depth, error) {
 	if err != nil {
 		return Depth{}, q.wrap("depth", err)
 	}
-	if len(r) != 7 {
+	if len(r) != 8 {
 		return Depth{}, q.wrap("depth", fmt.Errorf("%w: %d values", errUnexpectedScript, len(r)))
 	}
 	return Depth{
-		Pending: r[0], Leased: r[1], Expired: r[2], Delayed: r[3], Due: r[4], Dead: r[5],
-		OldestPending: time.Duration(max(r[6], 0)) * time.Millisecond,
+		Pending: r[0], Leased: r[1], Expired: r[2], Delayed: r[3], Due: r[4], Dead: r[5], Parked: r[6],
+		OldestPending: time.Duration(max(r[7], 0)) * time.Millisecond,
 	}, nil
 }
 
