@@ -189,3 +189,18 @@ func TestTypeLimitBoundedAndMore(t *testing.T) {
 	}
 	wantCounts(t, b.q, qstore.Depth{Pending: 29, Parked: 29, Leased: 2})
 }
+
+// The longest type, 128 bytes, takes two bytes of length in the
+// envelope, and is limited as any other.
+func TestTypeLimitLongestType(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	typ := strings.Repeat("t", 128)
+	setLimit(t, b.q, typ, qstore.TypeLimit{Running: 1})
+	long := func(args string) []byte { return append([]byte{1, 0x80, 0x01}, typ+"\x04json"+args...) }
+	enqueueTasks(t, b.q, long("l1"), long("l2"), task("fast", "f1"))
+	if got := idsOf(mustClaim(t, b.q, 10, 2)); got != "l1 f1" {
+		t.Fatalf("claimed %s, want l1 f1", got)
+	}
+	wantCounts(t, b.q, qstore.Depth{Pending: 1, Parked: 1, Leased: 2})
+}
