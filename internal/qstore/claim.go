@@ -14,7 +14,7 @@ var (
 	// Claim maintains the queue first: Tidy's and Promote's steps.
 	//go:embed claim.lua
 	claimSource string
-	claimScript = redis.NewScript(expiredSource + typesSource + maintainSource + claimSource)
+	claimScript = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + claimSource)
 
 	//go:embed extend.lua
 	extendSource string
@@ -22,7 +22,7 @@ var (
 
 	//go:embed release.lua
 	releaseSource string
-	releaseScript = redis.NewScript(typesSource + releaseSource)
+	releaseScript = redis.NewScript(typesSource + lanesSource + releaseSource)
 )
 
 // Item is queue.Item: the same fields, in the same order, so that one

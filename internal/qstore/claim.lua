@@ -56,19 +56,21 @@ local nowText = tostring(now)
 local tag = tagOf(KEYS[2])
 local parkedTypes = tag .. ':parked'
 
+local weights = tag .. ':weights'
 local promoted = 0
-local delayedOrParked = redis.call('EXISTS', KEYS[6], parkedTypes, parkedTypes)
-if delayedOrParked % 2 == 1 then
+local flags = redis.call('EXISTS', KEYS[6], parkedTypes, parkedTypes, weights, weights, weights, weights)
+if flags % 2 == 1 then
   promoted = promoteDue(KEYS[6], KEYS[1], KEYS[10], nowText, n)
 end
-local anyParked = delayedOrParked >= 2
+local anyParked = flags % 4 >= 2
+local weighted = flags >= 4
 dropExpired(KEYS[11], KEYS[12], now, n)
 local recovered = handBackExpired({
   leases = KEYS[2], attempts = KEYS[4], pending = KEYS[1], dead = KEYS[7],
   causes = KEYS[8], ready = KEYS[10], limits = KEYS[9],
 }, nowText, n, tonumber(ARGV[4]))
 
-if redis.call('LLEN', KEYS[1]) == 0 and not anyParked then
+if redis.call('LLEN', KEYS[1]) == 0 and not anyParked and not weighted then
   return {deadline, promoted, recovered} -- nothing to claim: no claim number either
 end
 -- One claim number for the whole call: a token only has to differ from
@@ -90,8 +92,8 @@ local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
 local anyDead = redis.call('EXISTS', KEYS[7]) == 1
 local limitsOrTyped = redis.call('EXISTS', KEYS[9], tag .. ':typelimits', tag .. ':typelimits')
 local anyLimits = limitsOrTyped % 2 == 1
--- claimTyped is the claim of a queue with limited task types, or with
--- items set aside: typed says that some type has a limit.
+-- claimTyped is the claim of a queue with limited task types, with items
+-- set aside, or with priorities: typed says that some type has a limit.
 local function claimTyped(typed)
   -- Each limited type's limits, and what this call may still lease of it.
   local cfgs = {}
@@ -237,17 +239,84 @@ local function claimTyped(typed)
     end
   end
 
-  -- Then pending, up to 4n entries, as many as n leases take.
+  -- Then pending, up to 4n entries in all, as many as n leases take:
+  -- with priorities, from their lanes (lanes.lua) by a smooth weighted
+  -- round robin whose credits swrr keeps from claim to claim, so that
+  -- while every lane has items each gets its weight's share of the
+  -- leases, every lane within a round of the weights' sum. An empty lane
+  -- is left out of the round and banks no credit.
+  local lanes = {{name = 'default', key = KEYS[1], weight = 1, looked = 0, credit = 0}}
+  if weighted then
+    local credits = {}
+    local raw = redis.call('HGETALL', tag .. ':swrr')
+    for i = 1, #raw, 2 do
+      credits[raw[i]] = tonumber(raw[i + 1])
+    end
+    raw = redis.call('HGETALL', weights)
+    for i = 1, #raw, 2 do
+      local w = math.max(tonumber(raw[i + 1]) or 1, 1)
+      if raw[i] == 'default' then
+        lanes[1].weight = w
+      else
+        lanes[#lanes + 1] = {name = raw[i], key = KEYS[1] .. ':' .. raw[i], weight = w, looked = 0}
+      end
+    end
+    for _, l in ipairs(lanes) do
+      l.credit = credits[l.name] or 0
+    end
+  end
   local looked, bound = 0, 4 * n
-  while got < n and looked < bound do
+  -- refill peeks at the next entries of lane l, looks them up, and marks
+  -- the lane done when it has none.
+  local function refill(l)
     local want = math.min(n - got, bound - looked)
-    local ids = redis.call('LRANGE', KEYS[1], -(looked + want), -(looked + 1))
+    local ids = redis.call('LRANGE', l.key, -(l.looked + want), -(l.looked + 1))
     if #ids == 0 then
+      l.done = true
+      return
+    end
+    l.ids, l.pos, l.last = ids, #ids, #ids < want
+    l.values = redis.call('HMGET', KEYS[3], unpack(ids))
+    l.counts = redis.call('HMGET', KEYS[4], unpack(ids))
+    l.delayed = anyDelayed and redis.call('ZMSCORE', KEYS[6], unpack(ids)) or {}
+    l.buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
+    l.limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
+  end
+  while got < n and looked < bound do
+    local best, total = nil, 0
+    for _, l in ipairs(lanes) do
+      if not l.done then
+        total = total + l.weight
+        if not best or l.credit + l.weight > best.credit + best.weight then
+          best = l
+        end
+      end
+    end
+    if not best then
       break
     end
-    looked = looked + look(ids)
-    if #ids < want then
-      break -- pending is exhausted
+    if not best.pos or best.pos == 0 then
+      if best.last then
+        best.done = true
+      else
+        refill(best)
+      end
+    end
+    if best.done then
+      best.credit = 0
+    else
+      local i = best.pos
+      best.pos, best.looked, looked = i - 1, best.looked + 1, looked + 1
+      local before = got
+      consider(best.ids[i], best.values[i], best.counts[i], best.delayed[i], best.buried[i], best.limits[i])
+      if got > before then
+        for _, l in ipairs(lanes) do
+          if not l.done then
+            l.credit = l.credit + l.weight
+          end
+        end
+        best.credit = best.credit - total
+      end
     end
   end
   if got < n and looked >= bound then
@@ -279,8 +348,18 @@ local function claimTyped(typed)
     redis.call('ZADD', KEYS[7], unpack(dead))
     redis.call('HSET', KEYS[8], unpack(causes))
   end
-  if looked > 0 then
-    redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
+  for _, l in ipairs(lanes) do
+    if l.looked > 0 then
+      redis.call('LTRIM', l.key, 0, -(l.looked + 1))
+    end
+  end
+  if weighted and got > 0 then
+    local credits = {}
+    for _, l in ipairs(lanes) do
+      credits[#credits + 1] = l.name
+      credits[#credits + 1] = l.credit
+    end
+    redis.call('HSET', tag .. ':swrr', unpack(credits))
   end
   for key, k in pairs(trims) do
     redis.call('LTRIM', key, 0, -(k + 1))
@@ -290,7 +369,7 @@ local function claimTyped(typed)
   end
   return out
 end
-if limitsOrTyped >= 2 or anyParked then
+if limitsOrTyped >= 2 or anyParked or weighted then
   return claimTyped(limitsOrTyped >= 2)
 end
 for _ = 1, 2 do

@@ -5,6 +5,8 @@
 -- once: Lua turns a number into a string slowly) and returns how many it
 -- handled. Each adds an item to its new place before it takes it from the
 -- old one, so a failed script (a key of the wrong type) cannot lose it.
+-- Items with a priority go to its lane rather than to pending (see
+-- lanes.lua, which Go prepends before this).
 
 -- promoteDue moves the delayed items that are due (score <= now), the
 -- earliest due first, to the tail of pending, marking them ready now.
@@ -18,7 +20,7 @@ local function promoteDue(delayed, pending, ready, nowText, max)
     marks[2 * i - 1] = id
     marks[2 * i] = nowText
   end
-  redis.call('LPUSH', pending, unpack(ids))
+  pushPending(pending, 'LPUSH', ids) -- each to its lane (lanes.lua)
   redis.call('HSET', ready, unpack(marks))
   redis.call('ZREM', delayed, unpack(ids))
   return #ids
@@ -66,7 +68,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     end
   end
   if #back > 0 then
-    redis.call('LPUSH', k.pending, unpack(back))
+    pushPending(k.pending, 'LPUSH', back) -- each to its lane (lanes.lua)
     redis.call('HSET', k.ready, unpack(ready))
   end
   if #deadIds > 0 then

@@ -47,9 +47,7 @@ for i = #ids, 1, -1 do
     back[#back + 1] = ids[i]
   end
 end
-if #back > 0 then
-  redis.call('RPUSH', KEYS[3], unpack(back))
-end
+pushPending(KEYS[3], 'RPUSH', back) -- each to its lane (lanes.lua)
 for typ, p in pairs(parked) do
   redis.call('RPUSH', tag .. ':parked:' .. typ, unpack(p))
   redis.call('SADD', tag .. ':parked', typ)

@@ -68,6 +68,12 @@ type keys struct {
 	holding    string // hash id → type, of leased items of limited types
 	parked     string // set of the types with items set aside
 
+	// Priorities (priorities.go; lanes themselves are named by the
+	// scripts, see lanes.lua).
+	weights string // hash priority → weight
+	lanes   string // hash id → priority, of items not in the default lane
+	swrr    string // hash priority → credit in the claims' draw
+
 	// Key lists of the scripts that take no per-id keys, built once.
 	enqueueKeys, depthKeys []string
 	enqueueWithKeys        []string
@@ -99,10 +105,14 @@ func newKeys(prefix, name string) keys {
 		typeLimits: tag + ":typelimits",
 		holding:    tag + ":holding",
 		parked:     tag + ":parked",
+
+		weights: tag + ":weights",
+		lanes:   tag + ":lanes",
+		swrr:    tag + ":swrr",
 	}
 	k.enqueueKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits}
 	k.enqueueWithKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits, k.dead}
-	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready, k.parked}
+	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready, k.parked, k.weights}
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes, k.limits, k.ready, k.results, k.expiring}
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
 	k.extendKeys = []string{k.leases, k.attempts}
@@ -110,7 +120,7 @@ func newKeys(prefix, name string) keys {
 	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
-	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits}
+	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits, k.lanes}
 	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
 	return k
@@ -139,6 +149,15 @@ func (k keys) starts(typ string) string { return k.tag + ":starts:" + typ }
 // parkedList is the key of the items of a task type set aside while it
 // was at its limit: a list of ids, the oldest at the right.
 func (k keys) parkedList(typ string) string { return k.parked + ":" + typ }
+
+// lane is the key of the items waiting with priority p, beside pending
+// (the default lane): a list, the head at the right.
+func (k keys) lane(p string) string {
+	if p == "" || p == DefaultPriority {
+		return k.pending
+	}
+	return k.pending + ":" + p
+}
 
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
@@ -234,8 +253,8 @@ func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts En
 			size += len(payloads[end])
 			end++
 		}
-		args := make([]any, 0, 3+2*(end-start))
-		args = append(args, encodingPin, delay, opts.MaxAttempts)
+		args := make([]any, 0, 4+2*(end-start))
+		args = append(args, encodingPin, delay, opts.MaxAttempts, opts.Priority)
 		chunk := make([]string, 0, end-start)
 		for _, p := range payloads[start:end] {
 			id := newID()
@@ -243,7 +262,7 @@ func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts En
 			args = append(args, id, p)
 		}
 		if err := enqueueScript.Run(ctx, q.rdb, q.k.enqueueKeys, args...).Err(); err != nil {
-			return ids, q.wrap("enqueue", err)
+			return ids, q.wrap("enqueue", priorityErr(err, opts.Priority))
 		}
 		ids = append(ids, chunk...)
 		start = end
