@@ -162,8 +162,9 @@ func TestPrioritiesSkipEmptyLanes(t *testing.T) {
 	wantCounts(t, b.q, qstore.Depth{Pending: 43, Leased: 17})
 }
 
-// An item keeps its priority through a retry, a release, an expired
-// lease and a requeue from the dead letters; its lane empties on ack.
+// An item keeps its priority through a retry, a release and a requeue
+// from the dead letters, and hands it to the follow-up its ack enqueues
+// (a chain's next step); the lanes hash forgets acked items.
 func TestPriorityIsKept(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{BackoffBase: 1, BackoffMax: 1, MaxAttempts: 2})
@@ -206,6 +207,14 @@ func TestPriorityIsKept(t *testing.T) {
 	inLane(1)
 	wantCounts(t, b.q, qstore.Depth{Pending: 1})
 	it = mustClaim(t, b.q, 1, 1)[0]
+	if _, err := b.q.Settle(ctx, qstore.Settlement{Item: it, FollowUp: &qstore.FollowUp{Payload: []byte("next")}}); err != nil {
+		t.Fatal(err)
+	}
+	inLane(1)
+	it = mustClaim(t, b.q, 1, 1)[0]
+	if string(it.Payload) != "next" {
+		t.Fatalf("claimed %q, want the follow-up", it.Payload)
+	}
 	if err := b.q.Ack(ctx, it, nil); err != nil {
 		t.Fatal(err)
 	}
