@@ -43,7 +43,11 @@ local function handBackExpired(k, nowText, max, maxAttempts)
   -- A leased item's attempts field is "attempt-claim"; only the count stays.
   local fields = redis.call('HMGET', k.attempts, unpack(ids))
   local limits = {}
-  if redis.call('EXISTS', k.limits) == 1 then
+  -- One EXISTS for three keys: it counts a key named k times k times.
+  local tag = tagOf(k.leases)
+  local lanes = string.sub(k.pending, 1, #k.pending - 8) .. ':lanes'
+  local flags = redis.call('EXISTS', k.limits, tag .. ':holding', tag .. ':holding', lanes, lanes, lanes, lanes)
+  if flags % 2 == 1 then
     limits = redis.call('HMGET', k.limits, unpack(ids))
   end
   local back, ready, dead, deadIds, causes, counts = {}, {}, {}, {}, {}, {}
@@ -68,7 +72,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     end
   end
   if #back > 0 then
-    pushPending(k.pending, 'LPUSH', back) -- each to its lane (lanes.lua)
+    pushPending(k.pending, 'LPUSH', back, flags >= 4) -- each to its lane (lanes.lua)
     redis.call('HSET', k.ready, unpack(ready))
   end
   if #deadIds > 0 then
@@ -77,7 +81,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     redis.call('HDEL', k.ready, unpack(deadIds))
   end
   redis.call('ZREM', k.leases, unpack(ids))
-  letGo(tagOf(k.leases), ids)
+  letGo(tag, ids, nil, flags % 4 >= 2)
   if #counts > 0 then
     redis.call('HSET', k.attempts, unpack(counts))
   end

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -249,5 +250,29 @@ func TestPrioritiesChecked(t *testing.T) {
 	}
 	if got, err := b.q.Priorities(ctx); err != nil || len(got) != 2 || got["high"] != 4 || got["default"] != 2 {
 		t.Fatalf("Priorities = %v, %v", got, err)
+	}
+}
+
+// An expired lease hands its item back to its lane.
+func TestPriorityKeptThroughAnExpiredLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{Lease: 100 * time.Millisecond})
+	ctx := testContext(t)
+	if err := b.q.SetPriorities(ctx, map[string]int{"urgent": 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.q.EnqueueWith(ctx, []byte("u"), qstore.EnqueueOptions{Priority: "urgent"}); err != nil {
+		t.Fatal(err)
+	}
+	it := mustClaim(t, b.q, 1, 1)[0]
+	untilRedisTime(t, b.rdb, it.Deadline)
+	if n, err := b.q.Tidy(ctx, 10); n != 1 || err != nil {
+		t.Fatalf("Tidy = %d, %v", n, err)
+	}
+	if n, err := b.rdb.LLen(ctx, tagOf(b.q)+":pending:urgent").Result(); n != 1 || err != nil {
+		t.Fatalf("urgent lane holds %d (%v), want 1", n, err)
+	}
+	if again := mustClaim(t, b.q, 1, 1)[0]; again.ID != it.ID || again.Attempt != 2 {
+		t.Fatalf("claimed %s at attempt %d, want %s at 2", again.ID, again.Attempt, it.ID)
 	}
 }

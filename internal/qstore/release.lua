@@ -34,7 +34,10 @@ end
 -- Pushed back first, so a failed script cannot lose them; backwards, so
 -- the first of them claimed is the first claimed again.
 local tag = tagOf(KEYS[1])
-local held = redis.call('EXISTS', tag .. ':holding') == 1
+-- One EXISTS for two keys: it counts a key named twice twice.
+local lanes = string.sub(KEYS[3], 1, #KEYS[3] - 8) .. ':lanes'
+local flags = redis.call('EXISTS', tag .. ':holding', lanes, lanes)
+local held = flags % 2 == 1
 local types = held and redis.call('HMGET', tag .. ':holding', unpack(ids)) or {}
 local back, parked = {}, {}
 for i = #ids, 1, -1 do
@@ -47,7 +50,7 @@ for i = #ids, 1, -1 do
     back[#back + 1] = ids[i]
   end
 end
-pushPending(KEYS[3], 'RPUSH', back) -- each to its lane (lanes.lua)
+pushPending(KEYS[3], 'RPUSH', back, flags >= 2) -- each to its lane (lanes.lua)
 for typ, p in pairs(parked) do
   redis.call('RPUSH', tag .. ':parked:' .. typ, unpack(p))
   redis.call('SADD', tag .. ':parked', typ)
