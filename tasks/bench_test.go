@@ -193,13 +193,15 @@ func BenchmarkEnqueueMany(b *testing.B) {
 // that and a rate it never reaches (each claim also records its starts);
 // "half-set-aside", every other task of a type at its limit (Running 1,
 // held by a task never settled), so each claim sets aside as many as it
-// leases; b.N counts the leased ones. Commands are Redis's, inside the
-// scripts too (INFO commandstats), per item drained.
+// leases; b.N counts the leased ones; "priorities", no limit but three
+// priorities weighted 6:3:1, all backlogged (the claim draws each lease
+// from a lane). Commands are Redis's, inside the scripts too (INFO
+// commandstats), per item drained.
 func BenchmarkClaimLimits(b *testing.B) {
 	ctx := context.Background()
 	payload := tasks.EncodeEnvelope("add", "json", []byte(`{"A":1,"B":2}`))
 	held := tasks.EncodeEnvelope("held", "json", []byte(`{}`))
-	for _, kind := range []string{"none", "other-type", "running", "running+rate", "half-set-aside"} {
+	for _, kind := range []string{"none", "other-type", "running", "running+rate", "half-set-aside", "priorities"} {
 		b.Run(kind, func(b *testing.B) {
 			srv := redistest.Start(b)
 			rdb := srv.Client(b)
@@ -230,6 +232,21 @@ func BenchmarkClaimLimits(b *testing.B) {
 				if kind == "half-set-aside" {
 					payloads = append(payloads, held)
 				}
+			}
+			if kind == "priorities" {
+				if err := q.SetPriorities(ctx, map[string]int{"critical": 6, "default": 3, "low": 1}); err != nil {
+					b.Fatal(err)
+				}
+				args := make([]json.RawMessage, b.N)
+				for i := range args {
+					args[i] = json.RawMessage(`{"A":1,"B":2}`)
+				}
+				for _, p := range []string{"critical", "default", "low"} {
+					if _, err := tasks.EnqueueMany(ctx, c, "add", args, tasks.Priority(p)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				payloads = nil
 			}
 			for start := 0; start < len(payloads); start += queue.BatchMax {
 				if _, err := q.EnqueueBatch(ctx, payloads[start:min(start+queue.BatchMax, len(payloads))]); err != nil {
