@@ -62,14 +62,17 @@ type keys struct {
 	expiring string // list of "expiry ms:id" of results, in expiry order
 	limits   string // hash id → its own max attempts (EnqueueOptions.MaxAttempts)
 
-	// Task types' limits (limits.go; the scripts name these keys after
-	// the tag themselves, see types.lua).
+	// Task types' limits (limits.go). The per-type keys, TAG:running:TYPE
+	// (zset id → lease deadline), TAG:starts:TYPE (zset "id:token" →
+	// claim ms) and TAG:parked:TYPE (list of ids set aside, the oldest at
+	// the right), are named by the scripts: see types.lua.
 	typeLimits string // hash type → "running rate per-ms"
 	holding    string // hash id → type, of leased items of limited types
 	parked     string // set of the types with items set aside
 
-	// Priorities (priorities.go; lanes themselves are named by the
-	// scripts, see lanes.lua).
+	// Priorities (priorities.go). A lane, the list of the items of one
+	// priority, is pending's name, ':' and the priority (the default lane
+	// is pending itself), as the scripts name it: see lanes.lua.
 	weights string // hash priority → weight
 	lanes   string // hash id → priority, of items not in the default lane
 	swrr    string // hash priority → credit in the claims' draw
@@ -137,27 +140,6 @@ func (k keys) chain(id string) string { return k.tag + ":chain:" + id }
 // join is the key of a join's record (see Store.EnqueueJoin): a hash of how
 // many of its children are left to ack and how many it has.
 func (k keys) join(id string) string { return k.tag + ":join:" + id }
-
-// running is the key of the leases of a limited task type: a zset of
-// their ids scored by their deadlines (ms).
-func (k keys) running(typ string) string { return k.tag + ":running:" + typ }
-
-// starts is the key of the claims of a task type limited per interval,
-// in its last interval: a zset of "id:token" scored by claim time (ms).
-func (k keys) starts(typ string) string { return k.tag + ":starts:" + typ }
-
-// parkedList is the key of the items of a task type set aside while it
-// was at its limit: a list of ids, the oldest at the right.
-func (k keys) parkedList(typ string) string { return k.parked + ":" + typ }
-
-// lane is the key of the items waiting with priority p, beside pending
-// (the default lane): a list, the head at the right.
-func (k keys) lane(p string) string {
-	if p == "" || p == DefaultPriority {
-		return k.pending
-	}
-	return k.pending + ":" + p
-}
 
 // notify is the key of the list that wakes an item's waiters (see Wait).
 func (k keys) notify(id string) string { return k.tag + ":notify:" + id }
