@@ -70,8 +70,22 @@ local recovered = handBackExpired({
   causes = KEYS[8], ready = KEYS[10], limits = KEYS[9],
 }, nowText, n, tonumber(ARGV[4]))
 
-if redis.call('LLEN', KEYS[1]) == 0 and not anyParked and not weighted then
-  return {deadline, promoted, recovered} -- nothing to claim: no claim number either
+-- Nothing to claim: no claim number either, no write.
+local function idle()
+  if redis.call('LLEN', KEYS[1]) > 0 or anyParked then
+    return false
+  end
+  if weighted then
+    for _, p in ipairs(redis.call('HKEYS', weights)) do
+      if p ~= 'default' and redis.call('LLEN', KEYS[1] .. ':' .. p) > 0 then
+        return false
+      end
+    end
+  end
+  return true
+end
+if idle() then
+  return {deadline, promoted, recovered}
 end
 -- One claim number for the whole call: a token only has to differ from
 -- the item's earlier claims. INCR fails on a malformed counter before any

@@ -276,3 +276,24 @@ func TestPriorityKeptThroughAnExpiredLease(t *testing.T) {
 		t.Fatalf("claimed %s at attempt %d, want %s at 2", again.ID, again.Attempt, it.ID)
 	}
 }
+
+// An empty poll of a queue with priorities writes nothing, as one without.
+func TestPrioritiesIdleClaimWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := testContext(t)
+	if err := b.q.SetPriorities(ctx, map[string]int{"high": 2, "low": 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := b.srv.CommandStats(t)
+	mustClaim(t, b.q, 10, 0)
+	after := b.srv.CommandStats(t)
+	for _, cmd := range []string{"incr", "hset", "ltrim", "zadd"} {
+		if after[cmd] != before[cmd] {
+			t.Errorf("an empty poll sent %s %d times", cmd, after[cmd]-before[cmd])
+		}
+	}
+	if got := after["llen"] - before["llen"]; got != 3 {
+		t.Errorf("an empty poll sent LLEN %d times, want 3: pending and two lanes", got)
+	}
+}
