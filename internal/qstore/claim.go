@@ -11,10 +11,13 @@ import (
 )
 
 var (
-	// Claim maintains the queue first: Tidy's and Promote's steps.
+	// Claim maintains the queue first: Tidy's and Promote's steps. A
+	// queue with limits or priorities claims in claimtyped.lua.
 	//go:embed claim.lua
 	claimSource string
-	claimScript = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + claimSource)
+	//go:embed claimtyped.lua
+	claimTypedSource string
+	claimScript      = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + claimTypedSource + claimSource)
 
 	//go:embed extend.lua
 	extendSource string
