@@ -3,6 +3,7 @@ package qstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 
@@ -169,4 +170,25 @@ func (q *Store) runIDs(ctx context.Context, op string, s *redis.Script, keys []s
 	}
 	n, err := s.Run(ctx, q.rdb, keys, args...).Int()
 	return n, q.wrap(op, err)
+}
+
+// UniqueHolders maps the id of each item that holds a unique key to the
+// key. It SCANs the queue's unique keys: for tests (tasks/taskstest) on
+// a throw-away server, never for a fleet's Redis.
+func (q *Store) UniqueHolders(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	prefix := q.k.unique("")
+	iter := q.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		id, err := q.rdb.HGet(ctx, key, "id").Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, q.wrap("unique holders", err)
+		}
+		out[id] = key[len(prefix):]
+	}
+	return out, q.wrap("unique holders", iter.Err())
 }
