@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,13 +34,25 @@ func init() {
 	registry.PauseMax = pauseMax
 }
 
+// registryState is what a recruiter wrote to the registry.
+type registryState struct {
+	written atomic.Pointer[roster] // the roster last written
+	retryAt atomic.Int64           // unix ns before which no write is tried again after one failed
+}
+
+// registryRetry spaces the writes after one failed (an ACL grant without
+// the registry's keys, Redis down), so that the timer does not spend a
+// round trip on each of its wakes.
+const registryRetry = time.Minute
+
 // writeRegistry writes the jobs if the roster changed since the last
-// write, and the notes of queues and task types made with r's client. A
-// failure is logged at debug level; the next wake of the timer retries.
+// write, and the notes of queues and task types made with r's client. It
+// runs on the pace timer, skips while the breaker is open, and after a
+// failure (logged at debug level) waits registryRetry.
 func (r *Recruiter) writeRegistry() {
 	ros := r.jobs.Load()
-	changed := r.registered.Load() != ros
-	if !changed && !registry.Pending(r.rdb) {
+	changed := r.registry.written.Load() != ros
+	if !changed && !registry.Pending(r.rdb) || r.breaker.isOpen() || time.Now().UnixNano() < r.registry.retryAt.Load() {
 		return
 	}
 	var jobs []registry.Job
@@ -52,10 +65,11 @@ func (r *Recruiter) writeRegistry() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()
 	if err := registry.Write(ctx, r.rdb, r.cfg.Prefix, jobs); err != nil {
+		r.registry.retryAt.Store(time.Now().Add(registryRetry).UnixNano())
 		r.cfg.Logger.Debug("worksteal: could not write the registry", slog.Any("error", err))
 		return
 	}
-	r.registered.Store(ros)
+	r.registry.written.Store(ros)
 }
 
 // readLock reads a job's lock (lock_acquire.lua says its fields) in one
