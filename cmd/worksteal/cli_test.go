@@ -341,3 +341,23 @@ func TestSentinel(t *testing.T) {
 	f.ok(t, "pause", "nightly", "5m")
 	f.fails(t, exitFailed, "", "--sentinel", url, "--master", "nosuch", "--timeout", "3s", "stats")
 }
+
+// rediss:// with --cacert, the CA of a private server.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartTLS(t)
+	f := newFleet(t, srv.Client(t), "--redis", srv.URL(), "--cacert", srv.CAFile)
+	var qs []jsonQueue
+	f.okJSON(t, &qs, "queues")
+	if len(qs) != 2 || qs[0].Depth.Dead != 3 {
+		t.Fatalf("queues over TLS = %+v", qs)
+	}
+	f.ok(t, "dead", "retry", "mail", "--all")
+	g := *f
+	g.flags = []string{"--redis", srv.URL()} // the system's roots do not know the test CA
+	g.fails(t, exitFailed, "certificate", "--timeout", "3s", "stats")
+	g.flags = []string{"--redis", strings.Replace(srv.URL(), "rediss", "redis", 1), "--cacert", srv.CAFile}
+	g.fails(t, exitUsage, "use rediss://", "stats")
+	g.flags = []string{"--redis", srv.URL(), "--cacert", "no-such-file.pem"}
+	g.fails(t, exitUsage, "--cacert", "stats")
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 // globals are the flags every command takes, before or after its name.
 type globals struct {
 	redisURL, cluster, sentinel, master string
-	prefix                              string
+	prefix, caFile                      string
 	json                                bool
 	timeout                             time.Duration
 }
@@ -50,6 +51,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.sentinel, "sentinel", os.Getenv("WORKSTEAL_SENTINEL"),
 		"Sentinels: redis[s]://[USER:PASSWORD@]HOST:PORT?addr=HOST:PORT&…, with --master; the user is the master's ($WORKSTEAL_SENTINEL)")
 	fs.StringVar(&g.master, "master", envOr("WORKSTEAL_MASTER", "mymaster"), "the Sentinels' master name")
+	fs.StringVar(&g.caFile, "cacert", os.Getenv("WORKSTEAL_CACERT"), "trust this CA (a PEM file) for rediss:// ($WORKSTEAL_CACERT)")
 	fs.StringVar(&g.prefix, "prefix", envOr("WORKSTEAL_PREFIX", "worksteal"), "the fleet's key prefix ($WORKSTEAL_PREFIX)")
 	fs.BoolVar(&g.json, "json", false, "print JSON for scripts instead of tables")
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "give up after this long")
@@ -99,6 +101,27 @@ func newFlagSet(name string, g *globals, out io.Writer) *flag.FlagSet {
 // The client does not announce itself (CLIENT SETINFO), which a
 // least-privilege ACL user may not run (docs/redis.md).
 func (g *globals) client() (redis.UniversalClient, error) {
+	var roots *x509.CertPool
+	if g.caFile != "" {
+		pem, err := os.ReadFile(g.caFile)
+		if err != nil {
+			return nil, usagef("--cacert: %v", err)
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, usagef("--cacert %s: no PEM certificate in it", g.caFile)
+		}
+	}
+	trust := func(c *tls.Config) error {
+		switch {
+		case roots == nil:
+		case c == nil:
+			return usagef("--cacert with a redis:// address: use rediss:// for TLS")
+		default:
+			c.RootCAs = roots
+		}
+		return nil
+	}
 	switch {
 	case g.cluster != "" && g.sentinel != "":
 		return nil, usagef("--cluster and --sentinel: give one")
@@ -107,6 +130,9 @@ func (g *globals) client() (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, usagef("--cluster: %v", err)
 		}
+		if err := trust(o.TLSConfig); err != nil {
+			return nil, err
+		}
 		o.DisableIdentity, o.ContextTimeoutEnabled = true, true
 		return redis.NewClusterClient(o), nil
 	case g.sentinel != "":
@@ -114,11 +140,17 @@ func (g *globals) client() (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, usagef("--sentinel: %v", err)
 		}
+		if err := trust(o.TLSConfig); err != nil {
+			return nil, err
+		}
 		return redis.NewFailoverClient(o), nil
 	}
 	o, err := redis.ParseURL(g.redisURL)
 	if err != nil {
 		return nil, usagef("--redis: %v", err)
+	}
+	if err := trust(o.TLSConfig); err != nil {
+		return nil, err
 	}
 	o.DisableIdentity, o.ContextTimeoutEnabled = true, true
 	return redis.NewClient(o), nil
