@@ -351,3 +351,40 @@ func TestNewInvalid(t *testing.T) {
 		t.Errorf("ParseState(running) = %v", err)
 	}
 }
+
+// RunDelayed makes delayed items pending at once, by id.
+func TestRunDelayed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testrig.Context(t, 30*time.Second)
+	q := b.queue(t, "work", queue.Config{})
+	var ids []string
+	for range 3 {
+		id, _, err := q.EnqueueWith(ctx, []byte("x"), queue.EnqueueOptions{Delay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	pending, err := q.Enqueue(ctx, []byte("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.in.RunDelayed(ctx, "work", ids[0], ids[2], pending, "nosuch"); n != 2 || err != nil {
+		t.Fatalf("RunDelayed = %d, %v; want 2", n, err)
+	}
+	items, err := q.Claim(ctx, 10)
+	var claimed []string
+	for _, it := range items {
+		claimed = append(claimed, it.ID)
+	}
+	slices.Sort(claimed)
+	want := []string{ids[0], ids[2], pending}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(claimed, want) {
+		t.Fatalf("Claim = %v, %v; want %v", claimed, err, want)
+	}
+	if d, err := q.Depth(ctx); err != nil || d.Delayed != 1 {
+		t.Fatalf("Depth = %+v, %v; want one still delayed", d, err)
+	}
+}

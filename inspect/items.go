@@ -179,6 +179,19 @@ func (in *Inspector) PurgeDead(ctx context.Context, queue string, ids ...string)
 	return n, in.wrap(err)
 }
 
+// RunDelayed makes the given delayed items of queue (1 to 1000 ids)
+// pending now, as if they were due, in one script call: the next claim
+// takes them. An id that is not delayed is skipped. It returns how many
+// it moved.
+func (in *Inspector) RunDelayed(ctx context.Context, queue string, ids ...string) (int, error) {
+	st, err := in.queue(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	n, err := st.PromoteIDs(ctx, ids)
+	return n, in.wrap(err)
+}
+
 // RetryAllDead moves every dead letter of queue back to pending, the
 // oldest first, in script calls of up to 1000; it stops once it has moved
 // as many as there were when it began, so that items that die again

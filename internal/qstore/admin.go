@@ -26,6 +26,10 @@ var (
 	adminRequeueSource string
 	adminRequeueScript = redis.NewScript(adminRequeueSource)
 
+	//go:embed admin_promote.lua
+	adminPromoteSource string
+	adminPromoteScript = redis.NewScript(adminPromoteSource)
+
 	//go:embed admin_purge.lua
 	adminPurgeSource string
 	adminPurgeScript = redis.NewScript(adminPurgeSource)
@@ -155,6 +159,13 @@ func (q *Store) RequeueDeadIDs(ctx context.Context, ids []string) (int, error) {
 // letter is skipped. It returns how many it deleted.
 func (q *Store) PurgeDeadIDs(ctx context.Context, ids []string) (int, error) {
 	return q.runIDs(ctx, "purge dead", adminPurgeScript, q.k.purgeKeys, ids)
+}
+
+// PromoteIDs moves the given delayed items to pending now, as if they
+// were due; an id that is not delayed is skipped. It returns how many it
+// moved.
+func (q *Store) PromoteIDs(ctx context.Context, ids []string) (int, error) {
+	return q.runIDs(ctx, "promote", adminPromoteScript, []string{q.k.delayed, q.k.pending, q.k.ready}, ids)
 }
 
 func (q *Store) runIDs(ctx context.Context, op string, s *redis.Script, keys []string, ids []string) (int, error) {
