@@ -25,7 +25,6 @@ type mailArgs struct{ To string }
 // and the registry.
 type fleet struct {
 	rdb    redis.UniversalClient
-	url    string // --redis, or "" with flags set by the test
 	flags  []string
 	prefix string
 	mail   *queue.Queue
