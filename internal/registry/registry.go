@@ -76,6 +76,9 @@ var notes = struct {
 	sync.Mutex
 	queues map[redis.UniversalClient]map[string]noteQueue // by client, then prefix + name
 	types  map[redis.UniversalClient]map[string]noteTypes // by client, then prefix + queue
+	// written are the queues written, so that a program that makes the
+	// same queue again and again (per request, say) writes it once.
+	written map[redis.UniversalClient]map[string]Queue
 }{}
 
 type noteQueue struct {
@@ -95,9 +98,11 @@ const notesMax = 256
 // NoteQueue notes a queue made with rdb, for the next [Write] with rdb.
 // It makes no Redis call.
 func NoteQueue(rdb redis.UniversalClient, prefix string, q Queue) {
-	q.RegisteredMS = time.Now().UnixMilli()
 	notes.Lock()
 	defer notes.Unlock()
+	if notes.written[rdb][prefix+":"+q.Name] == q {
+		return
+	}
 	if notes.queues == nil {
 		notes.queues = map[redis.UniversalClient]map[string]noteQueue{}
 	}
@@ -160,7 +165,9 @@ func Write(ctx context.Context, rdb redis.UniversalClient, prefix string, jobs [
 	}
 	for _, nq := range qs {
 		key, _, _ := Keys(nq.prefix)
-		hset(key, nq.q.Name, nq.q)
+		q := nq.q
+		q.RegisteredMS = now
+		hset(key, q.Name, q)
 	}
 	for _, nt := range ts {
 		_, _, key := Keys(nt.prefix)
@@ -172,10 +179,34 @@ func Write(ctx context.Context, rdb redis.UniversalClient, prefix string, jobs [
 		return nil
 	}
 	_, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, redis.ErrClosed) {
+	switch {
+	case err == nil:
+		markWritten(rdb, qs)
+	case !errors.Is(err, redis.ErrClosed):
 		restore(rdb, qs, ts)
 	}
 	return err
+}
+
+func markWritten(rdb redis.UniversalClient, qs map[string]noteQueue) {
+	if len(qs) == 0 {
+		return
+	}
+	notes.Lock()
+	defer notes.Unlock()
+	if notes.written == nil {
+		notes.written = map[redis.UniversalClient]map[string]Queue{}
+	}
+	m := notes.written[rdb]
+	if m == nil {
+		m = map[string]Queue{}
+		notes.written[rdb] = m
+	}
+	for k, nq := range qs {
+		if len(m) < notesMax {
+			m[k] = nq.q
+		}
+	}
 }
 
 // restore puts back notes that a failed Write took, unless newer ones
