@@ -109,7 +109,7 @@ func TestDeadListRetryPurge(t *testing.T) {
 	t.Parallel()
 	f, _ := localFleet(t)
 	out := f.ok(t, "dead", "list", "mail")
-	if !strings.Contains(out, "550 mailbox unavailable") || !strings.Contains(out, `send {\"To\":\"ann\"}`) || !strings.Contains(out, "1 to 3 of 3") {
+	if !strings.Contains(out, "550 mailbox unavailable") || !strings.Contains(out, `send {"To":"ann"}`) || !strings.Contains(out, "1 to 3 of 3") {
 		t.Errorf("dead list:\n%s", out)
 	}
 	// Letters that died in the same millisecond are in id order.
@@ -184,7 +184,7 @@ func TestTaskShow(t *testing.T) {
 	t.Parallel()
 	f, _ := localFleet(t)
 	out := f.ok(t, "task", "show", f.dead[2])
-	for _, want := range []string{"dead", "mail", "send", `{\"To\":\"cy\"}`, "550 mailbox unavailable"} {
+	for _, want := range []string{"dead", "mail", "send", `{"To":"cy"}`, "550 mailbox unavailable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("task show lacks %q:\n%s", want, out)
 		}
@@ -360,4 +360,20 @@ func TestTLS(t *testing.T) {
 	g.fails(t, exitUsage, "use rediss://", "stats")
 	g.flags = []string{"--redis", srv.URL(), "--cacert", "no-such-file.pem"}
 	g.fails(t, exitUsage, "--cacert", "stats")
+}
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{`{"a":1}`, `{"a":1}`},
+		{"li\nne\x00\xff", `li\nne\x00�`},
+		{`back\slash`, `back\\slash`},
+		{"abcdefghij", "abcdefghij"},
+		{"abcdefghijk", "abcdefghi…"},
+		{"\u2028日本", `\u2028日本`},
+	} {
+		if got := preview([]byte(c.in), 10); got != c.want {
+			t.Errorf("preview(%q) = %q; want %q", c.in, got, c.want)
+		}
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/worksteal/worksteal/inspect"
 )
@@ -138,14 +138,27 @@ func (c *cli) table(header string, rows [][]string) error {
 	return w.Flush()
 }
 
-// preview shows bytes to people: printable, escaped, cut at n runes.
+// preview shows bytes to people: printable runes as they are, the others
+// escaped as in Go (\n, \x00, \u2028), cut at n runes.
 func preview(b []byte, n int) string {
-	s := strconv.Quote(strings.ToValidUTF8(string(b), "\uFFFD"))
-	s = s[1 : len(s)-1]
-	if utf8.RuneCountInString(s) > n {
-		s = string([]rune(s)[:n-1]) + "…"
+	runes := []rune(strings.ToValidUTF8(string(b), "\uFFFD"))
+	cut := len(runes) > n
+	if cut {
+		runes = runes[:n-1]
 	}
-	return s
+	var sb strings.Builder
+	for _, r := range runes {
+		if unicode.IsPrint(r) && r != '\\' {
+			sb.WriteRune(r)
+		} else {
+			q := strconv.QuoteRune(r)
+			sb.WriteString(q[1 : len(q)-1])
+		}
+	}
+	if cut {
+		sb.WriteString("…")
+	}
+	return sb.String()
 }
 
 // ago says how long before now t was, or in how long it comes.
@@ -153,11 +166,16 @@ func ago(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := t.Sub(now).Round(time.Second)
-	if d < 0 {
-		return (-d).String() + " ago"
+	d := t.Sub(now)
+	if d <= 0 {
+		return (-d).Round(time.Second).String() + " ago"
 	}
-	return "in " + d.String()
+	return "in " + d.Round(time.Second).String()
+}
+
+// left says how long until t: "10m0s left".
+func left(t, now time.Time) string {
+	return t.Sub(now).Round(time.Second).String() + " left"
 }
 
 func count(n int64) string { return strconv.FormatInt(n, 10) }

@@ -132,9 +132,9 @@ func listJobs(ctx context.Context, c *cli, args []string, schedules bool) error 
 		state := jobState(j)
 		switch state {
 		case "paused":
-			state += " until " + ago(j.Lock.PausedUntil, now)
+			state += ", " + left(j.Lock.PausedUntil, now)
 		case "resting":
-			state += " until " + ago(j.Lock.RestUntil, now)
+			state += ", " + left(j.Lock.RestUntil, now)
 		}
 		fleet := "-"
 		if j.Lock.Fleet > 0 {
