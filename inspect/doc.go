@@ -1,7 +1,7 @@
-// Package inspect is the operators' API of a worksteal fleet, shared by
-// the dashboard and the worksteal CLI (cmd/worksteal), as asynq's
+// Package inspect is the operators' API of a worksteal fleet, as asynq's
 // Inspector is: it lists what Redis holds under a key prefix and acts on
-// it, with nothing but a Redis client and the prefix.
+// it, with nothing but a Redis client and the prefix. The worksteal CLI
+// (cmd/worksteal) runs on it, and the dashboard's actions are meant to.
 //
 //	in, err := inspect.New(rdb, inspect.Config{Prefix: "worksteal"})
 //	queues, err := in.Queues(ctx)               // each with its depth by state

@@ -57,7 +57,8 @@ func TestJobsAndSchedules(t *testing.T) {
 	t.Parallel()
 	f, _ := localFleet(t)
 	out := f.ok(t, "jobs")
-	if !strings.Contains(out, "tasks.mail") || !strings.Contains(out, "every 1m0s") || !strings.Contains(out, "schedule 0 3 * * *") {
+	if !strings.Contains(out, "tasks.mail") || !strings.Contains(out, "every 1m0s") || !strings.Contains(out, "schedule 0 3 * * *") ||
+		!strings.Contains(out, "what Redis holds") {
 		t.Errorf("jobs:\n%s", out)
 	}
 	var js []jsonJob

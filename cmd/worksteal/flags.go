@@ -40,6 +40,9 @@ dashboard and metrics):
   resume JOB                   resume a paused job
   task show ID [--queue Q]     an item's state, attempts, cause and task
 
+Exit codes: 0 done, 1 Redis failed, 2 bad usage, 3 no such queue, job or
+item, 4 refused by the ACL user's grant.
+
 Flags:
 `
 

@@ -149,6 +149,7 @@ func listJobs(ctx context.Context, c *cli, args []string, schedules bool) error 
 	if c.g.json {
 		return c.json(out)
 	}
+	fmt.Fprintf(c.out, "prefix %s: %s.\n\n", c.g.prefix, sourceNote)
 	if schedules {
 		return c.table("JOB\tSCHEDULE\tLAST TICK\tNEXT TICK\tSTATE", rows)
 	}
