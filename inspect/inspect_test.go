@@ -153,7 +153,8 @@ func TestItemsByState(t *testing.T) {
 		p.Items[0].At.Before(time.Now().Add(50*time.Minute)) {
 		t.Errorf("delayed = %+v; want %s, due in an hour, 4 attempts of its own", p, delayed)
 	}
-	if p := page(inspect.StateDead, 0, 10); p.Total != 1 || idsOf(p)[0] != ids[0] || p.Items[0].Cause != "smtp refused" || p.Items[0].Attempts != 1 {
+	if p := page(inspect.StateDead, 0, 10); p.Total != 1 || idsOf(p)[0] != ids[0] || p.Items[0].Cause != "smtp refused" || p.Items[0].Attempts != 1 ||
+		p.Items[0].Task != nil {
 		t.Errorf("dead = %+v; want %s with its cause", p, ids[0])
 	}
 
@@ -386,5 +387,35 @@ func TestRunDelayed(t *testing.T) {
 	}
 	if d, err := q.Depth(ctx); err != nil || d.Delayed != 1 {
 		t.Fatalf("Depth = %+v, %v; want one still delayed", d, err)
+	}
+}
+
+// A registry entry that does not decode is listed by its name, with no
+// config, rather than failing the list.
+func TestMalformedRegistry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testrig.Context(t, 30*time.Second)
+	qk, jk, tk := registry.Keys(b.prefix)
+	if err := b.rdb.HSet(ctx, jk, "odd", "{not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.rdb.HSet(ctx, qk, "oddq", "[]").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.rdb.HSet(ctx, tk, "oddq/t", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	js, err := b.in.Jobs(ctx)
+	if err != nil || len(js) != 1 || js[0].Name != "odd" || js[0].Budget != 0 {
+		t.Fatalf("Jobs = %+v, %v; want odd, without config", js, err)
+	}
+	qs, err := b.in.Queues(ctx)
+	if err != nil || len(qs) != 1 || qs[0].Name != "oddq" {
+		t.Fatalf("Queues = %+v, %v", qs, err)
+	}
+	ts, err := b.in.TaskTypes(ctx)
+	if err != nil || len(ts) != 1 || ts[0].Queue != "oddq" || ts[0].Type != "t" {
+		t.Fatalf("TaskTypes = %+v, %v", ts, err)
 	}
 }
