@@ -38,6 +38,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config) (*Queue, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	noteRegistry(rdb, name, cfg)
 	return &Queue{cfg: cfg, st: qstore.New(rdb, name, cfg.store())}, nil
 }
 

@@ -42,6 +42,7 @@ type Recruiter struct {
 	eviction       atomic.Pointer[eviction] // the server's eviction policy, as last read (eviction.go)
 	evictionUnread atomic.Bool              // a failed reading was logged
 	reachedRedis   atomic.Bool              // a slice's acquire succeeded: the timer may read the policy
+	registry       registryState            // what the pace timer wrote to the registry (registry.go)
 }
 
 // roster is an immutable snapshot of the registered jobs: Register swaps
