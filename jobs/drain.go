@@ -85,6 +85,11 @@ const (
 // its lease ends in the dead letters rather than at the head of the
 // queue forever.
 //
+// A slice yields to its process's requests: once it has started an
+// item, it starts no more while the process is busy ([recruiter.Busy]:
+// the pressure gate's verdict), and hands the rest back, their attempts
+// unused, reporting More.
+//
 // Claims are atomic, so slices of one Drain run side by side on several
 // processes: up to 4 at once while a backlog lasts or enqueues wake them
 // ([recruiter.JobConfig].Slices sets another bound).
@@ -169,6 +174,7 @@ type drainSlice struct {
 	slowest  time.Duration // the slowest item so far
 	started  int           // items handed to the handler
 	done     int           // items whose handler returned
+	yielded  bool          // the process was busy: no more items started
 	panicked error         // the first panic, with its stack
 	report   recruiter.Report
 }
@@ -187,7 +193,7 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	for b := 0; b < limit; b++ {
 		n := j.cfg.Batch
 		if b > 0 {
-			if n = j.fit(ctx, s); n == 0 {
+			if n = j.fit(ctx, s); n == 0 || s.yielded {
 				break // More stays as the last batch left it
 			}
 		}
@@ -319,6 +325,13 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 // finish, and so does the batch's lease. Called with s guarded.
 func (j *drainJob) mayStart(ctx context.Context, s *drainSlice, leaseEnd time.Time) bool {
 	if ctx.Err() != nil {
+		return false
+	}
+	// Yield: once an item has started, a busy process starts no more, so
+	// that a slice stops competing with requests (and sustained load
+	// postpones the queue, never stops it).
+	if s.started > 0 && recruiter.Busy(ctx) {
+		s.yielded = true
 		return false
 	}
 	if left, ok := remaining(ctx); ok && s.done > 0 && left < s.slowest+2*s.rtt {

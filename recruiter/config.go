@@ -123,6 +123,11 @@ func init() {
 		c.roll, c.now = roll, now
 		return c
 	}
+	hooks.RecruiterPressure = func(cfg any, read func() (time.Duration, bool)) any {
+		c := cfg.(Config)
+		c.pressureRead = read
+		return c
+	}
 }
 
 func (c Config) withDefaults() Config {

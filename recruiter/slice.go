@@ -244,6 +244,9 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 	if !tick.IsZero() {
 		ctx = context.WithValue(ctx, tickKey{}, tick)
 	}
+	if r.pressure.threshold > 0 {
+		ctx = context.WithValue(ctx, gateKey{}, r.pressure)
+	}
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.Budget)
 	defer cancel()
 	began := time.Now()
