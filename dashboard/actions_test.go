@@ -24,6 +24,7 @@ import (
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/registry"
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
 	"github.com/worksteal/worksteal/telemetry"
 )
 
@@ -285,8 +286,8 @@ func TestActionDeadLetters(t *testing.T) {
 	page, _ := b.page(t, "ana", "?queue=mail")
 	for _, want := range []string{
 		`&lt;script&gt;alert(&#34;dead&#34;)&lt;/script&gt;`, // the payload, escaped
-		`smtp refused &lt;b&gt;0&lt;/b&gt;`,                    // the cause, escaped
-		strings.Repeat("x", 256) + "</code>",                   // capped at 256 bytes
+		`smtp refused &lt;b&gt;0&lt;/b&gt;`,                  // the cause, escaped
+		strings.Repeat("x", 256) + "</code>",                 // capped at 256 bytes
 		`… 400 B`, `data-id="` + b.dead[0] + `"`, `value="run"`,
 	} {
 		if !strings.Contains(page, want) {
@@ -430,5 +431,49 @@ func TestActionsInvalidOptions(t *testing.T) {
 		if _, err := dashboard.NewManual(&fakeSource{}, opts...); !errors.Is(err, dashboard.ErrInvalidOption) {
 			t.Errorf("%s: %v; want ErrInvalidOption", name, err)
 		}
+	}
+}
+
+// A chain's step links to the chain's progress, a fan-out's child to the
+// fan-out's; both read-only.
+func TestActionsFlows(t *testing.T) {
+	t.Parallel()
+	b := opsSetup(t)
+	ctx := context.Background()
+	client, err := tasks.NewClient(b.q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type args struct{ N int }
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: args{1}}, {Type: "send", Args: args{2}}, {Type: "log", Args: args{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: args{1}}, {Type: "part", Args: args{2}}}, tasks.Step{Type: "join", Args: args{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := b.page(t, "ana", "?queue=mail")
+	for _, want := range []string{
+		`href="?chain=` + chain + `&amp;queue=mail#flow">chain step 1 of 3</a>`,
+		`href="?fanout=` + fan + `&amp;queue=mail#flow">fan-out child`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the queue's page lacks %s", want)
+		}
+	}
+	page, _ = b.page(t, "ana", "?queue=mail&chain="+chain)
+	for _, want := range []string{`data-flow="chain"`, "running · step 1 of 3", `<li data-state="running">step 1: running · <code>` + chain, `<li data-state="waiting">step 3: waiting</li>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the chain's page lacks %s", want)
+		}
+	}
+	page, _ = b.page(t, "ana", "?queue=mail&fanout="+fan)
+	if !strings.Contains(page, "running · 2 children: 0 done, 0 dead, 2 running or waiting") {
+		t.Errorf("the fan-out's page lacks its progress")
+	}
+	page, _ = b.page(t, "ana", "?queue=mail&chain="+strings.Repeat("a", 26))
+	if !strings.Contains(page, "inspect: not found") {
+		t.Errorf("an unknown chain's page does not say it is not found")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,18 @@ type actionsView struct {
 	Jobs   []opsJob
 	Queues []opsQueue
 	Queue  *opsQueueView // the queue chosen with ?queue=NAME
+	Flow   *opsFlow      // its chain or fan-out chosen with &chain=ID or &fanout=ID
+}
+
+// opsFlow is a chain's or a fan-out's progress, read-only.
+type opsFlow struct {
+	Kind, ID, State, Cause, Summary, Error string
+	Steps                                  []opsStep // a chain's
+}
+
+type opsStep struct {
+	N           int
+	State, Item string
 }
 
 type opsJob struct {
@@ -58,8 +71,9 @@ type opsItems struct {
 }
 
 type opsItem struct {
-	ID, At, Attempts, Cause, Type, Flow, Size, Preview string
-	Cut                                                bool // the preview is cut
+	ID, At, Attempts, Cause, Type, Size, Preview string
+	Flow, FlowLink                               string // a chain's step, a fan-out's child: the link shows its progress
+	Cut                                          bool   // the preview is cut
 }
 
 // doneText says what the action named by ?done= did; "" for anything
@@ -136,8 +150,46 @@ func (d *Dashboard) actionsView(r *http.Request) *actionsView {
 			}
 		}
 		v.Queue = qv
+		v.Flow = flowView(ctx, a.in, chosen, q.Get("chain"), q.Get("fanout"))
 	}
 	return v
+}
+
+// flowView reads the chain or the fan-out the query names, if any.
+func flowView(ctx context.Context, in *inspect.Inspector, queue, chain, fanout string) *opsFlow {
+	switch {
+	case chain != "" && validID(chain) && !strings.Contains(chain, "."):
+		f := &opsFlow{Kind: "chain", ID: chain}
+		c, err := in.Chain(ctx, queue, chain)
+		if err != nil {
+			f.Error = err.Error()
+			return f
+		}
+		f.State, f.Cause = c.State.String(), c.Cause
+		f.Summary = fmt.Sprintf("step %d of %d", c.Step, c.Steps)
+		for n := 1; n <= c.Steps; n++ {
+			st := opsStep{N: n, State: "waiting"}
+			switch {
+			case n < c.Step || c.State == inspect.FlowDone:
+				st.State = "done"
+			case n == c.Step:
+				st.State, st.Item = c.State.String(), c.Current
+			}
+			f.Steps = append(f.Steps, st)
+		}
+		return f
+	case fanout != "" && validID(fanout) && !strings.Contains(fanout, "."):
+		f := &opsFlow{Kind: "fan-out", ID: fanout}
+		j, err := in.FanOut(ctx, queue, fanout)
+		if err != nil {
+			f.Error = err.Error()
+			return f
+		}
+		f.State, f.Cause = j.State.String(), j.Cause
+		f.Summary = fmt.Sprintf("%d children: %d done, %d dead, %d running or waiting", j.Children, j.Done, j.Dead, j.Children-j.Done-j.Dead)
+		return f
+	}
+	return nil
 }
 
 func opsItemOf(it inspect.Item) opsItem {
@@ -151,10 +203,12 @@ func opsItemOf(it inspect.Item) opsItem {
 		payload = it.Task.Args
 		if it.Task.ChainSteps > 0 {
 			o.Flow = fmt.Sprintf("chain step %d of %d", it.Task.ChainStep, it.Task.ChainSteps)
+			o.FlowLink = "?" + url.Values{"queue": {it.Queue}, "chain": {it.Task.Chain}}.Encode() + "#flow"
 		}
 	}
 	if join, n, ok := strings.Cut(it.ID, "."); ok {
-		o.Flow = "fan-out " + join + ", child " + n
+		o.Flow = "fan-out child " + n
+		o.FlowLink = "?" + url.Values{"queue": {it.Queue}, "fanout": {join}}.Encode() + "#flow"
 	}
 	// html/template escapes it; invalid UTF-8 is shown as U+FFFD.
 	o.Cut = len(payload) > previewShown || len(it.Payload) < it.Size
