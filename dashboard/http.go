@@ -44,7 +44,8 @@ func cspHash(s string) string {
 
 // ServeHTTP serves the dashboard: a [Document] as JSON when the
 // query has format=json or the request accepts application/json but not
-// text/html, the HTML page otherwise. Only GET and HEAD are allowed.
+// text/html, the HTML page otherwise. Only GET and HEAD are allowed, and
+// with [WithActions] POST, an action (see the package documentation).
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	if r.Method == http.MethodPost && d.cfg.actions != nil {
