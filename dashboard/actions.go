@@ -40,7 +40,7 @@ type actions struct {
 // accepted by the others. who names the operator of a request, as the
 // host's auth knows them; it is logged and traced with each action, and
 // binds the token, so that a token seen on one operator's page is of no
-// use to another.
+// use to another. A request it names no one for ("") may not act.
 //
 // Mount the dashboard behind the host's auth: it does not authenticate
 // anyone. See the package documentation.
@@ -100,7 +100,10 @@ type action struct {
 	duration time.Duration
 }
 
-var errUnknownAction = errors.New("dashboard: unknown action")
+var (
+	errUnknownAction = errors.New("dashboard: unknown action")
+	errNoActor       = errors.New("dashboard: actions need an operator: the who function named no one (is the dashboard behind the host's auth?)")
+)
 
 // parseAction reads an action from a POST's form body; the URL's query
 // is ignored, so that a link cannot carry one.
@@ -220,7 +223,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	actor := a.who(r)
-	ctx, span := d.tracer.Start(r.Context(), telemetry.SpanAction, trace.WithSpanKind(trace.SpanKindServer),
+	ctx, span := d.tracer.Start(r.Context(), telemetry.SpanAction, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(telemetry.AttrActor.String(actor)))
 	defer span.End()
 
@@ -241,6 +244,12 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 	// (no Sec-Fetch-Site nor Origin) unless it read a page of this actor.
 	if err := crossOrigin.Check(r); err != nil {
 		fail(http.StatusForbidden, action{}, fmt.Errorf("dashboard: %w", err))
+		return
+	}
+	// No one to record: the host's auth did not run, or let in a request
+	// it cannot name.
+	if actor == "" {
+		fail(http.StatusForbidden, action{}, errNoActor)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, actionBodyMax)

@@ -477,3 +477,28 @@ func TestActionsFlows(t *testing.T) {
 		t.Errorf("an unknown chain's page does not say it is not found")
 	}
 }
+
+// With Redis unreachable the page still serves, saying the fleet could
+// not be read, and an action fails with 500.
+func TestActionsRedisDown(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	in, err := inspect.New(rdb, inspect.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.NewManual(&fakeSource{}, dashboard.WithActions(in, actionKey, sessionUser),
+		dashboard.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token := opsSetup(t).page(t, "ana", "") // a replica's, with the same key
+	b := &opsBundle{d: d}
+	if page, _ := b.page(t, "ana", "?queue=mail"); !strings.Contains(page, "Reading the fleet failed: ") {
+		t.Errorf("the page with Redis down does not say the fleet could not be read")
+	}
+	if rec := b.post(t, "ana", url.Values{"action": {"resume"}, "job": {"nightly"}, "token": {token}}); rec.Code != http.StatusInternalServerError {
+		t.Errorf("an action with Redis down = %d %s; want 500", rec.Code, rec.Body)
+	}
+}

@@ -103,11 +103,15 @@ func doneText(action, n string) string {
 func (d *Dashboard) actionsView(r *http.Request) *actionsView {
 	a := d.cfg.actions
 	q := r.URL.Query()
-	v := &actionsView{Token: mintToken(a.key, a.who(r), d.now()), Cancel: a.cancel != nil, Done: doneText(q.Get("done"), q.Get("n"))}
+	actor := a.who(r)
+	if actor == "" {
+		return &actionsView{Error: errNoActor.Error()}
+	}
+	v := &actionsView{Token: mintToken(a.key, actor, d.now()), Cancel: a.cancel != nil, Done: doneText(q.Get("done"), q.Get("n"))}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	fail := func(err error) *actionsView {
-		v.Error = err.Error()
+		v.Error = "Reading the fleet failed: " + err.Error()
 		return v
 	}
 	jobs, err := a.in.Jobs(ctx)

@@ -155,3 +155,25 @@ func TestActionTokenReplicasAndExpiry(t *testing.T) {
 		t.Errorf("dead = %d after the retry on the replica; want 1", d.Dead)
 	}
 }
+
+// A request the host's who names no one for may not act, even with a
+// token minted for no one, and its page offers no form.
+func TestActionNeedsAnOperator(t *testing.T) {
+	t.Parallel()
+	b := opsSetup(t)
+	page, token := b.page(t, "", "?queue=mail")
+	if token != "" || strings.Contains(page, "<form") || !strings.Contains(page, "actions need an operator") {
+		t.Errorf("the page of no operator has a token or forms, or does not say why not")
+	}
+	_, anyToken := b.page(t, "ana", "")
+	before := b.fleet(t)
+	for _, tok := range []string{"", anyToken} {
+		rec := b.post(t, "", url.Values{"action": {"purge-all"}, "queue": {"mail"}, "confirm": {"yes"}, "token": {tok}})
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("POST by no one = %d; want 403", rec.Code)
+		}
+	}
+	if after := b.fleet(t); after != before {
+		t.Errorf("the fleet changed from %+v to %+v", before, after)
+	}
+}
