@@ -116,7 +116,8 @@
 //
 // The dashboard authenticates no one: mount it behind the host's own
 // auth middleware, and give WithActions the function that names the
-// request's operator (see [ExampleWithActions]). Each action is logged
+// request's operator (see [ExampleWithActions]); a request it names no
+// one for may not act. Each action is logged
 // ([WithLogger]) and traced ([WithTracerProvider]) with that name, the
 // action, its job or queue, and how many items it moved; a refused one
 // is logged as a warning.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -165,6 +166,17 @@ func TestBrowserDashboardActions(t *testing.T) {
 	}
 	if shown[0] != `<img src=x onerror="window.pwned=1">` || shown[1] != "smtp refused" || shown[2] != true || shown[3] != float64(0) {
 		t.Errorf("payload, cause, not pwned, images = %v", shown)
+	}
+	// WORKSTEAL_ACTIONS_PNG=/tmp/actions.png keeps a screenshot of the
+	// queue's page.
+	if path := os.Getenv("WORKSTEAL_ACTIONS_PNG"); path != "" {
+		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := chromedp.Do(tab,
 		chromedp.Click(`#queue input[type="checkbox"][value="`+dead[0]+`"]`),
