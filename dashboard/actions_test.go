@@ -263,7 +263,7 @@ func TestActionPauseResume(t *testing.T) {
 		s := spans[i]
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if s.Name() != telemetry.SpanAction || attrs[string(telemetry.AttrAction)] != want.action ||
 			attrs[string(telemetry.AttrActor)] != want.actor || attrs[string(telemetry.AttrJob)] != "nightly" {
