@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -77,7 +76,7 @@ func (a *actions) validate(cancelSet bool) error {
 		return fmt.Errorf("%w: WithActions: the Inspector is nil", ErrInvalidOption)
 	case len(a.key) < keyMin:
 		return fmt.Errorf("%w: WithActions: a key of %d bytes, want %d or more", ErrInvalidOption, len(a.key), keyMin)
-	case a.who == nil || reflect.ValueOf(a.who).IsNil():
+	case a.who == nil:
 		return fmt.Errorf("%w: WithActions: the who function is nil", ErrInvalidOption)
 	}
 	return nil

@@ -426,7 +426,6 @@ func TestActionsInvalidOptions(t *testing.T) {
 		"nil inspector":  {dashboard.WithActions(nil, actionKey, sessionUser)},
 		"nil who":        {dashboard.WithActions(in, actionKey, nil)},
 		"cancel alone":   {dashboard.WithCancel(func(context.Context, string, string) error { return nil })},
-		"nil who method": {dashboard.WithActions(in, actionKey, (func(*http.Request) string)(nil))},
 	} {
 		if _, err := dashboard.NewManual(&fakeSource{}, opts...); !errors.Is(err, dashboard.ErrInvalidOption) {
 			t.Errorf("%s: %v; want ErrInvalidOption", name, err)
