@@ -422,10 +422,10 @@ func TestActionsInvalidOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, opts := range map[string][]dashboard.Option{
-		"short key":      {dashboard.WithActions(in, actionKey[:31], sessionUser)},
-		"nil inspector":  {dashboard.WithActions(nil, actionKey, sessionUser)},
-		"nil who":        {dashboard.WithActions(in, actionKey, nil)},
-		"cancel alone":   {dashboard.WithCancel(func(context.Context, string, string) error { return nil })},
+		"short key":     {dashboard.WithActions(in, actionKey[:31], sessionUser)},
+		"nil inspector": {dashboard.WithActions(nil, actionKey, sessionUser)},
+		"nil who":       {dashboard.WithActions(in, actionKey, nil)},
+		"cancel alone":  {dashboard.WithCancel(func(context.Context, string, string) error { return nil })},
 	} {
 		if _, err := dashboard.NewManual(&fakeSource{}, opts...); !errors.Is(err, dashboard.ErrInvalidOption) {
 			t.Errorf("%s: %v; want ErrInvalidOption", name, err)
