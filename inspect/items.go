@@ -68,8 +68,9 @@ type Task struct {
 	Codec string
 	Args  []byte
 	// ChainStep and ChainSteps place a chain's step (1 of 3); zero for a
-	// task on its own.
+	// task on its own. Chain is the chain's id, for [Inspector.Chain].
 	ChainStep, ChainSteps int
+	Chain                 string
 }
 
 // Page is a page of one state's items, oldest first.
@@ -148,7 +149,10 @@ func (in *Inspector) item(queue string, it qstore.ItemInfo) Item {
 		if t, err := taskenv.Decode(it.Payload); err == nil {
 			out.Task = &Task{Type: t.Type, Codec: t.Codec, Args: t.Args}
 			if t.Chain != nil {
-				out.Task.ChainStep, out.Task.ChainSteps = t.Chain.Step, t.Chain.Steps
+				out.Task.ChainStep, out.Task.ChainSteps, out.Task.Chain = t.Chain.Step, t.Chain.Steps, t.Chain.ID
+				if t.Chain.ID == "" { // step 1: the chain is named after it
+					out.Task.Chain = it.ID
+				}
 			}
 		}
 	}
