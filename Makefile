@@ -16,7 +16,7 @@ GO          ?= go
 # nested modules (each with its own go.mod, LICENSE and tags
 # <folder>/vX.Y.Z). go.work, scripts/fuzz.sh and scripts/release.sh read
 # this list (make -s modules).
-MODULES     := . middleware/echo middleware/echov5 middleware/grpc middleware/gin example bench test docs/stacks
+MODULES     := . middleware/echo middleware/echov5 middleware/grpc middleware/gin cmd/worksteal example bench test docs/stacks
 # go with the workspace off: each module on its own go.mod.
 GOMOD       := GOWORK=off $(GO)
 # staticcheck 2026.2.2 is module version v0.8.2.

@@ -1,13 +1,17 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worksteal/worksteal/internal/ring"
 	"github.com/worksteal/worksteal/recruiter"
@@ -28,6 +32,10 @@ type config struct {
 	gauges   []gauge
 	traceURL string
 	tasks    []TaskSource
+	actions  *actions // nil: read-only
+	cancel   func(ctx context.Context, queue, id string) error
+	logger   *slog.Logger
+	tp       trace.TracerProvider
 }
 
 type gauge struct {
@@ -114,6 +122,9 @@ type Dashboard struct {
 	cfg config
 	now func() time.Time // the clock of the page; tests set it
 
+	logger *slog.Logger
+	tracer trace.Tracer
+
 	mu     sync.Mutex // guards the fields up to pending
 	ring   *ring.Ring[sample]
 	last   map[string]uint64 // Items by job at the last sample
@@ -158,7 +169,12 @@ func newDashboard(src Source, opts ...Option) (*Dashboard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.actions != nil {
+		cfg.actions.cancel = cfg.cancel
+	}
 	d := &Dashboard{
+		logger:  cmp.Or(cfg.logger, slog.Default()),
+		tracer:  tracerOf(cfg.tp),
 		src:     src,
 		cfg:     cfg,
 		now:     time.Now,
@@ -184,6 +200,9 @@ func (c config) validate() error {
 	if c.traceURL != "" && !validTraceURL(c.traceURL) {
 		return fmt.Errorf("%w: trace URL format %q must hold one %%s and no other %% but %%%% (a literal %%)",
 			ErrInvalidOption, c.traceURL)
+	}
+	if err := c.actions.validate(c.cancel != nil); err != nil {
+		return err
 	}
 	for _, src := range c.tasks {
 		if src == nil || reflect.ValueOf(src).Kind() == reflect.Pointer && reflect.ValueOf(src).IsNil() {

@@ -9,7 +9,7 @@
         // A hung server must not stop the refresh: give up after two
         // intervals, show the page as stale, and try again.
         const res = await fetch(location.href, {
-          headers: { Accept: "text/html" }, cache: "no-store", signal: AbortSignal.timeout(2 * every),
+          headers: { Accept: "text/html", "X-Worksteal-Refresh": "1" }, cache: "no-store", signal: AbortSignal.timeout(2 * every),
         });
         if (!res.ok) throw new Error("HTTP " + res.status);
         const page = new DOMParser().parseFromString(await res.text(), "text/html");

@@ -82,7 +82,43 @@
 // second over the real time between samples and its share of enlistments
 // (which automatic pace changes), and each gauge, read with a
 // deadline of the interval (at most 1s); a gauge that fails or is late is
-// a gap, never a zero. The dashboard serves only GET and HEAD and sets
-// Cache-Control: no-store. It shows job names and error texts, so mount it
-// where only operators can reach it.
+// a gap, never a zero. Without [WithActions] the dashboard serves only
+// GET and HEAD and sets Cache-Control: no-store. It shows job names and
+// error texts, so mount it where only operators can reach it.
+//
+// # Actions
+//
+// The page is read-only unless [WithActions] is given. With it, the page
+// lists the fleet's jobs and queues (from package inspect, as the CLI
+// does) under its live part, and operators can:
+//
+//   - pause a job fleet-wide for a duration, resume it;
+//   - list a queue's dead letters (the first 50, with their cause,
+//     attempts and 256 bytes of payload, escaped), and retry or purge
+//     one, the selected, or all (a checkbox confirms "all");
+//   - run a delayed item now; cancel a pending or delayed one, with
+//     [WithCancel];
+//   - follow a chain's step or a fan-out's child to the chain's steps or
+//     the fan-out's children, and their states (read-only).
+//
+// Every action is a form POST to the page's own URL; a GET never changes
+// anything, whatever its query. A POST is refused with 403, changing
+// nothing, unless it passes two checks. net/http's CrossOriginProtection
+// refuses a browser's cross-origin request (by Sec-Fetch-Site, or Origin
+// against Host), which is what a forged form on another site, or on a
+// sibling subdomain whose cookies reach the dashboard, sends. And its
+// form carries the page's token: an HMAC-SHA256, under the key the host
+// gives, of an expiry (2 hours) and the operator's name, compared in
+// constant time. The token keeps no server state, so a page served by
+// one replica is accepted by any other that has the same key, and a
+// request without browser headers (a script, an old browser) still
+// needs a token read from the page of that same operator.
+//
+// The dashboard authenticates no one: mount it behind the host's own
+// auth middleware, and give WithActions the function that names the
+// request's operator (see [ExampleWithActions]); a request it names no
+// one for may not act. Each action is logged
+// ([WithLogger]) and traced ([WithTracerProvider]) with that name, the
+// action, its job or queue, and how many items it moved; a refused one
+// is logged as a warning.
 package dashboard

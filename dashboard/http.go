@@ -24,7 +24,7 @@ var (
 	//go:embed dashboard.js
 	dashboardJS string
 
-	dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
+	dashboardPage = template.Must(template.New("dashboard").Funcs(template.FuncMap{"dict3": itemsOf}).Parse(dashboardHTML))
 
 	// The page's Content-Security-Policy allows its own inline style and
 	// script by hash, and fetching itself for the refresh: nothing else,
@@ -34,6 +34,7 @@ var (
 		"style-src " + cspHash(dashboardCSS) + "; " +
 		"img-src data:; connect-src 'self'; " +
 		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	dashboardActionsCSP = strings.Replace(dashboardCSP, "form-action 'none'", "form-action 'self'", 1)
 )
 
 func cspHash(s string) string {
@@ -43,11 +44,19 @@ func cspHash(s string) string {
 
 // ServeHTTP serves the dashboard: a [Document] as JSON when the
 // query has format=json or the request accepts application/json but not
-// text/html, the HTML page otherwise. Only GET and HEAD are allowed.
+// text/html, the HTML page otherwise. Only GET and HEAD are allowed, and
+// with [WithActions] POST, an action (see the package documentation).
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
+	if r.Method == http.MethodPost && d.cfg.actions != nil {
+		d.serveAction(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")
+		if d.cfg.actions != nil {
+			h.Set("Allow", "GET, HEAD, POST")
+		}
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
@@ -73,8 +82,17 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Security-Policy", dashboardCSP)
-		if err := dashboardPage.Execute(&body, d.view(doc)); err != nil {
+		v := d.view(doc)
+		csp := dashboardCSP
+		if d.cfg.actions != nil {
+			// The page's forms post to the page itself, nowhere else.
+			csp = dashboardActionsCSP
+			if r.Header.Get(refreshHeader) == "" { // the refresh swaps <main> only
+				v.Actions = d.actionsView(r)
+			}
+		}
+		h.Set("Content-Security-Policy", csp)
+		if err := dashboardPage.Execute(&body, v); err != nil {
 			http.Error(w, "dashboard: rendering the page: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -128,6 +146,8 @@ type pageView struct {
 	EvictionPolicy, EvictionRisk string
 	// The legend explains pace, the timer and schedules only where they show.
 	AnyAutomatic, AnyTimed, AnySchedule bool
+	// Actions is the operators' part of the page, with WithActions.
+	Actions *actionsView
 }
 
 type jobView struct {

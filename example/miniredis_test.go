@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
 )
 
 // The example service (make run) runs the queue on an embedded miniredis,
@@ -216,5 +217,57 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	}
 	if n := itemFields(tagOf(q) + ":results"); n != 0 {
 		t.Fatalf("%d results after Tidy, want none", n)
+	}
+}
+
+// Priorities and task types' limits on miniredis: the claim's draw and
+// its setting aside run in gopher-lua too.
+func TestLimitsAndPrioritiesRunOnMiniredis(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	q, err := queue.New(rdb, "mini-limits", queue.Config{Prefix: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tasks.NewClient(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetPriorities(ctx, map[string]int{"high": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetLimit(ctx, "slow", tasks.Limit{Running: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := tasks.Enqueue(ctx, c, "slow", 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tasks.Enqueue(ctx, c, "fast", 1, tasks.Priority("high")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items, err := q.Claim(ctx, 10)
+	if err != nil || len(items) != 3 {
+		t.Fatalf("Claim = %d items, %v; want 2 fast ones and 1 slow one", len(items), err)
+	}
+	d, err := q.Depth(ctx)
+	if err != nil || d.Pending != 1 || d.Parked != 1 || d.Leased != 3 {
+		t.Fatalf("Depth = %+v, %v; want the second slow task set aside", d, err)
+	}
+	if err := q.Ack(ctx, items[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items[1:] {
+		if err := q.Ack(ctx, it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if items, err := q.Claim(ctx, 10); err != nil || len(items) != 1 {
+		t.Fatalf("Claim after the acks = %d items, %v; want the slow one set aside", len(items), err)
 	}
 }

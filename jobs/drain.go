@@ -85,8 +85,14 @@ const (
 // its lease ends in the dead letters rather than at the head of the
 // queue forever.
 //
-// Claims are atomic, so slices of one Drain may run side by side on
-// several processes: see [recruiter.JobConfig].Slices.
+// A slice yields to its process's requests: once it has started an
+// item, it starts no more while the process is busy ([recruiter.Busy]:
+// the pressure gate's verdict), and hands the rest back, their attempts
+// unused, reporting More.
+//
+// Claims are atomic, so slices of one Drain run side by side on several
+// processes: up to 4 at once while a backlog lasts or enqueues wake them
+// ([recruiter.JobConfig].Slices sets another bound).
 //
 // A panicking handler does not lose its item: the panic is recovered and
 // the item nacked with it as cause; the slice goes on with the next item,
@@ -145,6 +151,14 @@ func (j *drainJob) Name() string { return j.name }
 // (see [recruiter.Finisher]).
 func (j *drainJob) Finish() time.Duration { return j.q.Config().Lease }
 
+// Slices is how many slices of a drain run at once across the fleet by
+// default ([recruiter.SideBySide]): each has Concurrency handlers.
+func (j *drainJob) Slices() int { return drainSlicesDefault }
+
+// drainSlicesDefault: four processes at once, each with its handlers,
+// while a backlog lasts or enqueues wake them.
+const drainSlicesDefault = 4
+
 // Bell is the queue's bell: the recruiter visits the job soon after this
 // process enqueues into it.
 func (j *drainJob) Bell() *wakeup.Bell { return j.q.Bell() }
@@ -160,6 +174,7 @@ type drainSlice struct {
 	slowest  time.Duration // the slowest item so far
 	started  int           // items handed to the handler
 	done     int           // items whose handler returned
+	yielded  bool          // the process was busy: no more items started
 	panicked error         // the first panic, with its stack
 	report   recruiter.Report
 }
@@ -178,7 +193,7 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	for b := 0; b < limit; b++ {
 		n := j.cfg.Batch
 		if b > 0 {
-			if n = j.fit(ctx, s); n == 0 {
+			if n = j.fit(ctx, s); n == 0 || s.yielded {
 				break // More stays as the last batch left it
 			}
 		}
@@ -310,6 +325,13 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 // finish, and so does the batch's lease. Called with s guarded.
 func (j *drainJob) mayStart(ctx context.Context, s *drainSlice, leaseEnd time.Time) bool {
 	if ctx.Err() != nil {
+		return false
+	}
+	// Yield: once an item has started, a busy process starts no more, so
+	// that a slice stops competing with requests (and sustained load
+	// postpones the queue, never stops it).
+	if s.started > 0 && recruiter.Busy(ctx) {
+		s.yielded = true
 		return false
 	}
 	if left, ok := remaining(ctx); ok && s.done > 0 && left < s.slowest+2*s.rtt {

@@ -30,6 +30,15 @@
 // unstarted, without counting the attempt. [Queue.Wait] blocks until an
 // item's result exists.
 //
+// [EnqueueOptions].Priority puts an item in the lane of a priority, which
+// [Queue.SetPriorities] gives a weight: claims draw from the lanes by a
+// smooth weighted round robin whose state is in Redis, so each lane gets
+// its weight's share fleet-wide while all have items, and none starves.
+// Package tasks adds limits per task type
+// ([github.com/worksteal/worksteal/tasks.Client.SetLimit]), which claims
+// enforce: an item of a type at its limit is set aside, uncounted, until
+// a place frees ([Depth].Parked).
+//
 // Chains of items (each enqueued by the ack of the one before, in the
 // same script call) and fan-outs (children, and a final item that the
 // last child's ack enqueues, once) live in the same keys and scripts;
@@ -49,7 +58,9 @@
 // claim's work grows with what its caller asked for and never brings back
 // more than one claim can take; [Queue.ClaimDetailed] reports More when
 // either step reached n, so that a worker claims again soon. With nothing
-// due or expired, it costs three reads in the script and no round trip.
+// due or expired, it costs three reads in the script and no round trip;
+// priorities and limits cost nothing there (whether the queue has any
+// rides on the EXISTS calls the claim makes anyway).
 //
 // [Queue.Promote] and [Queue.Tidy] do the same two steps on their own,
 // at most a given count (up to [BatchMax]) per call: for a queue that
@@ -72,6 +83,12 @@
 // [ErrLeaseLost] and changes nothing, since the claim token is no longer
 // the item's. Handlers must therefore be idempotent, as with any
 // at-least-once queue.
+//
+// A type's limit holds fleet-wide for the leases that the claims hand
+// out: Running counts an item from its claim to its settle, release or
+// lease expiry; Rate counts claims in a sliding window of Per by Redis's
+// clock, a released item's claim given back. A worker that outlives its
+// lease is no longer counted.
 //
 // Malformed data found in Redis (a pending id without a payload, an id
 // pending twice) is dead-lettered with a cause or dropped by Claim, never
@@ -104,6 +121,19 @@
 //	…:join:J    hash left, total of fan-out J (package tasks): its
 //	            children are J.1 … J.total, its final item J; expires
 //	            ResultRetention after its last child's ack
+//	…:weights   hash priority → weight (SetPriorities)
+//	…:lanes     hash id → priority, of the items not in the default lane
+//	…:pending:P list of the ids of priority P, as pending (which is the
+//	            default lane)
+//	…:swrr      hash priority → its credit in the claims' round robin
+//	…:typelimits      hash task type → "running rate per-ms"
+//	…:holding         hash id → task type, of leased items of limited types
+//	…:running:T       zset id → lease deadline (ms), type T's leases
+//	…:starts:T        zset "id:token" → claim time (ms), type T's claims
+//	                  in its last Per; expires Per after the last
+//	…:parked          set of the task types with items set aside
+//	…:parked:T        list of type T's ids set aside, the oldest at the
+//	                  right (Depth counts them as pending)
 //
 // A unique key's lock is not deleted when its item is acked, dead-lettered
 // or purged: the next enqueue with the key finds its holder gone (no

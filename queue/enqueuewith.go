@@ -35,6 +35,14 @@ type EnqueueOptions struct {
 	// with the same key adds a new item even if the first is still live.
 	// Required with Unique (and an error without it); at most a year.
 	UniqueFor time.Duration
+	// Priority puts the item in the lane of that priority, which
+	// [Queue.SetPriorities] must have given a weight: claims take from
+	// each lane in proportion to its weight while it has items. The item
+	// keeps its priority through retries, releases, expired leases and
+	// [Queue.RequeueDead]. "" (or "default") is the default lane. A name
+	// of 1 to 128 bytes of [A-Za-z0-9._-]; one without a weight fails
+	// the call with ErrInvalidArgument, adding nothing.
+	Priority string
 }
 
 // EnqueueWith adds an item with options (a delay, its own attempt limit, a
@@ -49,5 +57,6 @@ type EnqueueOptions struct {
 func (q *Queue) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOptions) (id string, duplicate bool, err error) {
 	return q.st.EnqueueWith(ctx, payload, qstore.EnqueueOptions{
 		Delay: opts.Delay, MaxAttempts: opts.MaxAttempts, Unique: opts.Unique, UniqueFor: opts.UniqueFor,
+		Priority: opts.Priority,
 	})
 }

@@ -38,6 +38,7 @@ func New(rdb redis.UniversalClient, name string, cfg Config) (*Queue, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	noteRegistry(rdb, name, cfg)
 	return &Queue{cfg: cfg, st: qstore.New(rdb, name, cfg.store())}, nil
 }
 
@@ -83,6 +84,9 @@ type Depth struct {
 	Delayed int64 // waiting to be retried, or enqueued with a delay
 	Due     int64 // delayed whose time has come: the next claim (or Promote) makes them pending
 	Dead    int64 // dead letters
+	// Parked counts the pending items of task types at their limit, set
+	// aside until it frees (see package tasks); Pending includes them.
+	Parked int64
 	// OldestPending is how long the item next in line has waited since it
 	// last became pending (enqueued, promoted, recovered from an expired
 	// lease or requeued); 0 when nothing is pending.

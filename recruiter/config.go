@@ -123,6 +123,11 @@ func init() {
 		c.roll, c.now = roll, now
 		return c
 	}
+	hooks.RecruiterPressure = func(cfg any, read func() (time.Duration, bool)) any {
+		c := cfg.(Config)
+		c.pressureRead = read
+		return c
+	}
 }
 
 func (c Config) withDefaults() Config {
@@ -217,6 +222,27 @@ type JobConfig struct {
 	// process's start): use Every. The job's context carries its tick
 	// ([Tick]).
 	Schedule string
+	// Slices is how many slices of the job may run at once across the
+	// fleet, one per process, from 1 to 64: a job whose slices do not
+	// step on each other, as a queue's drain (its claims are atomic).
+	// While a slice holds the job's lock, a process that continues a
+	// backlog, or that an enqueue woke (automatic pace), or any that the
+	// roll drew (a fixed Rate), takes one of Slices-1 seats beside it;
+	// a planned visit never does, so a quiet job still runs once per
+	// slot. A schedule's job runs one slice per tick: Slices must be 1.
+	// Zero: what the job asks ([SideBySide]), else 1.
+	Slices int
+}
+
+// slicesMax bounds JobConfig.Slices: each seat is a field the acquire
+// script may read.
+const slicesMax = 64
+
+// SideBySide is a Job whose slices may run at once on several processes:
+// jobs.Drain's. Slices is the default of its [JobConfig].Slices.
+type SideBySide interface {
+	Job
+	Slices() int
 }
 
 func (c JobConfig) withDefaults() JobConfig {
@@ -229,8 +255,13 @@ func (c JobConfig) withDefaults() JobConfig {
 const autoEveryMin = 10 * time.Millisecond
 
 func (c JobConfig) validate(job string) error {
+	if c.Slices < 0 || c.Slices > slicesMax {
+		return fmt.Errorf("%w %q: Slices %d is not in [0, %d]", ErrInvalidJob, job, c.Slices, slicesMax)
+	}
 	if c.Schedule != "" {
 		switch {
+		case c.Slices > 1:
+			return fmt.Errorf("%w %q: Slices %d with a Schedule: a tick runs one slice", ErrInvalidJob, job, c.Slices)
 		case c.Every != 0 || c.Rate != 0:
 			return fmt.Errorf("%w %q: Schedule %q with Every or Rate: a scheduled job runs once per tick; set one of the three", ErrInvalidJob, job, c.Schedule)
 		case c.Budget < budgetMin || c.Budget > budgetMax:

@@ -20,16 +20,17 @@ import (
 // assumption about that key lives in this file, and every step is a
 // script that reads before it acts, with times from Redis's clock.
 type jobLock struct {
-	key   string
-	ttl   time.Duration // of a running slice's lock: lockTTL(budget)
-	every time.Duration
-	auto  bool          // automatic pace: the job runs once per slot of Every
-	sched bool          // a schedule: the job runs once per tick
-	phase time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
+	key    string
+	ttl    time.Duration // of a running slice's lock: lockTTL(budget)
+	every  time.Duration
+	auto   bool          // automatic pace: the job runs once per slot of Every
+	sched  bool          // a schedule: the job runs once per tick
+	phase  time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
+	slices int           // how many slices may run at once: the lock and slices-1 seats beside it
 }
 
 func newJobLock(prefix, name string, cfg JobConfig) jobLock {
-	l := jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), every: cfg.Every, sched: cfg.Schedule != ""}
+	l := jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), every: cfg.Every, sched: cfg.Schedule != "", slices: max(cfg.Slices, 1)}
 	l.auto = cfg.Rate == 0 && !l.sched
 	if l.auto {
 		h := fnv.New64a()
@@ -57,6 +58,10 @@ var (
 	//go:embed lock_rest.lua
 	restSource string
 	restScript = redis.NewScript(restSource)
+
+	//go:embed lock_seat.lua
+	seatSource string
+	seatScript = redis.NewScript(seatSource)
 
 	//go:embed lock_pause.lua
 	pauseSource string
@@ -111,6 +116,7 @@ type heldLock struct {
 	lock  *jobLock
 	rdb   redis.Scripter
 	token string
+	seat  string // the seat's field beside the lock; "" for the lock itself
 }
 
 // acquire takes the lock for a new slice, or says why not; weight is what
@@ -131,7 +137,7 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float6
 		keep = 0
 	}
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
-		mode, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, woken).Slice()
+		mode, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, woken, l.slices).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
 	}
@@ -141,12 +147,16 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float6
 	if g.state != lockTaken {
 		return heldLock{}, g, nil
 	}
-	return heldLock{lock: l, rdb: rdb, token: token}, g, nil
+	seat, _ := reply[8].(string)
+	return heldLock{lock: l, rdb: rdb, token: token, seat: seat}, g, nil
 }
 
 func parseGrant(reply []any) (grant, error) {
-	if len(reply) != 8 {
-		return grant{}, errors.New("not eight values")
+	if len(reply) != 9 {
+		return grant{}, errors.New("not nine values")
+	}
+	if seat, ok := reply[8].(string); !ok || len(seat) > 4 {
+		return grant{}, errors.New("malformed seat")
 	}
 	var n [3]int64
 	for i := range n {
@@ -191,6 +201,9 @@ func bounded(ms int64) time.Duration {
 
 // refresh gives the held lock ttl more to live.
 func (h heldLock) refresh(ctx context.Context, ttl time.Duration) error {
+	if h.seat != "" {
+		return held(seatScript.Run(ctx, h.rdb, []string{h.lock.key}, h.seat, h.token, max(ttl.Milliseconds(), 1)).Int64())
+	}
 	return held(refreshScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, ttl.Milliseconds()).Int64())
 }
 
@@ -204,12 +217,20 @@ const (
 )
 
 // release ends the held lock's slice.
+// A seat's release frees the seat and says nothing.
 func (h heldLock) release(ctx context.Context, mark string) error {
+	if h.seat != "" {
+		return held(seatScript.Run(ctx, h.rdb, []string{h.lock.key}, h.seat, h.token, 0).Int64())
+	}
 	return held(releaseScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, mark).Int64())
 }
 
 // rest ends the held lock's slice and lets the job rest for d, fleet-wide.
+// A seat only frees its seat: the lock's slice sets the rest.
 func (h heldLock) rest(ctx context.Context, d time.Duration) error {
+	if h.seat != "" {
+		return h.release(ctx, releasePlain)
+	}
 	return held(restScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, d.Milliseconds()).Int64())
 }
 

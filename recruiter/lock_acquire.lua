@@ -19,12 +19,17 @@
 -- ARGV[9]: '1' for a woken visit (an enqueue asked for it), which takes
 -- the lock while the job rests (its slot's run taken, or its cooldown),
 -- though not while a slice runs or it is paused
--- Returns {code, wait, left, fleet, streak, folds, now, tick}: code 1 taken,
+-- ARGV[10]: how many slices of the job may run at once (1 or more). While
+-- a slice holds the lock, a visit of a backlog's streak or a woken one
+-- (automatic pace), or any visit (a fixed rate), takes a seat beside it
+-- if one is free: fields s1 … s(n-1), each 'token:held' (held: Redis ms)
+-- Returns {code, wait, left, fleet, streak, folds, now, tick, seat}: code 1 taken,
 -- 2 a slice runs, 3 resting (a schedule: its tick taken, or not yet come),
 -- 4 paused; wait: ms until that changes (-1: an older version's
 -- lock without expiry); left: ms until the slot ends (automatic pace);
 -- fleet: the estimate, as a string ('' if none yet); streak; folds; now:
--- Redis's clock, ms; tick: a schedule's latest tick taken (0 if none).
+-- Redis's clock, ms; tick: a schedule's latest tick taken (0 if none);
+-- seat: the field of the seat taken, '' for the lock itself.
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -35,9 +40,9 @@ if f.err then
   -- respect it as it says.
   local pttl = redis.call('PTTL', key)
   if redis.call('GET', key) == 'cooldown' then
-    return {3, pttl, 0, '', 0, 0, now, 0}
+    return {3, pttl, 0, '', 0, 0, now, 0, ''}
   end
-  return {2, pttl, 0, '', 0, 0, now, 0}
+  return {2, pttl, 0, '', 0, 0, now, 0, ''}
 end
 
 local held = tonumber(f[2]) or 0
@@ -49,6 +54,7 @@ local code, wait, left, estimate, keep, folds = 1, 0, 0, '', 0, 0
 local slot, tick
 local last = tonumber(f[11]) or 0
 local woken = ARGV[9] == '1'
+local slices = tonumber(ARGV[10]) or 1
 
 if ARGV[4] == '1' then
   local every = tonumber(ARGV[3])
@@ -79,6 +85,8 @@ if ARGV[4] == '1' then
   estimate = tostring(fleet or visits)
   if paused > now then
     code, wait = 4, paused - now
+  elseif f[1] and held > now and slices > 1 and (woken or streak > 0) then
+    code, wait = 2, held - now -- a seat beside it may be free
   elseif tonumber(f[5]) == slot and not woken then
     code, wait = 3, left
   elseif f[1] and held > now then
@@ -121,6 +129,22 @@ else
   end
 end
 
+-- A seat beside the running slice.
+if code == 2 and slices > 1 and (ARGV[4] == '0' or woken or streak > 0) then
+  for i = 1, slices - 1 do
+    local seat = 's' .. i
+    local v = redis.call('HGET', key, seat)
+    local ends = v and tonumber(string.match(v, ':(%d+)$')) or 0
+    if ends <= now then
+      redis.call('HSET', key, seat, ARGV[1] .. ':' .. (now + ttl))
+      if redis.call('PTTL', key) < ttl then
+        redis.call('PEXPIRE', key, ttl)
+      end
+      return {1, 0, left, estimate, streak, folds, now, last, seat}
+    end
+  end
+end
+
 if code == 1 then
   held = now + ttl
   redis.call('HSET', key, 'token', ARGV[1], 'held', held)
@@ -138,4 +162,4 @@ if code == 1 or keep > 0 then
     redis.call('PEXPIRE', key, life)
   end
 end
-return {code, wait, left, estimate, streak, folds, now, last}
+return {code, wait, left, estimate, streak, folds, now, last, ''}

@@ -1,6 +1,7 @@
 package recruiter
 
 import (
+	"context"
 	"math"
 	"runtime/metrics"
 	"sync"
@@ -154,4 +155,18 @@ func quantile(counts []uint64, buckets []float64, n uint64, q float64) time.Dura
 		}
 	}
 	return 0
+}
+
+type gateKey struct{}
+
+// Busy reports whether the process that runs the slice whose context is
+// ctx is busy now, as its pressure gate judges ([Config].Pressure): a job
+// that works item by item checks it between items and ends its slice
+// early, leaving the rest for later, so that stolen work yields to the
+// process's requests once started as well as before (jobs.Drain does).
+// The verdict is cached (re-read at most every 100ms): a few nanoseconds.
+// False for any other context, and with the gate off.
+func Busy(ctx context.Context) bool {
+	g, ok := ctx.Value(gateKey{}).(*pressureGate)
+	return ok && g.busy(time.Now())
 }

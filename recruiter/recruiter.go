@@ -42,6 +42,7 @@ type Recruiter struct {
 	eviction       atomic.Pointer[eviction] // the server's eviction policy, as last read (eviction.go)
 	evictionUnread atomic.Bool              // a failed reading was logged
 	reachedRedis   atomic.Bool              // a slice's acquire succeeded: the timer may read the policy
+	registry       registryState            // what the pace timer wrote to the registry (registry.go)
 }
 
 // roster is an immutable snapshot of the registered jobs: Register swaps
@@ -101,6 +102,10 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	if err := cfg.validate(name); err != nil {
 		return err
 	}
+	if sb, ok := job.(SideBySide); ok && cfg.Slices == 0 && cfg.Schedule == "" {
+		cfg.Slices = min(max(sb.Slices(), 1), slicesMax)
+	}
+	cfg.Slices = max(cfg.Slices, 1)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()

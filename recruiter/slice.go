@@ -244,6 +244,9 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 	if !tick.IsZero() {
 		ctx = context.WithValue(ctx, tickKey{}, tick)
 	}
+	if r.pressure.threshold > 0 {
+		ctx = context.WithValue(ctx, gateKey{}, r.pressure)
+	}
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.Budget)
 	defer cancel()
 	began := time.Now()
@@ -308,6 +311,15 @@ func (s *slice) finish(res result) {
 
 	var err error
 	switch {
+	case s.lock.seat != "":
+		// A seat beside the lock's slice: the pace and the streak are
+		// that slice's; a backlog brings this process back soon.
+		if more {
+			e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, max(streak, 1), now))
+		} else {
+			e.coolOff(s.until)
+		}
+		err = s.lock.release(fctx, releasePlain)
 	case e.ticks != nil:
 		// A tick is one run, More or not. The lock is left to expire, with
 		// no round trip, unless it would outlive the time to the next tick.

@@ -42,6 +42,9 @@ func (r *Recruiter) timerLoop() {
 		case <-timer.C:
 		case <-r.wake:
 		}
+		if r.reachedRedis.Load() {
+			r.writeRegistry()
+		}
 		// The policy's recheck is on the real clock, not the tests' hook.
 		if wall := time.Now(); r.reachedRedis.Load() && !wall.Before(nextCheck) {
 			r.checkEviction()

@@ -183,3 +183,111 @@ func BenchmarkEnqueueMany(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClaimLimits drains b.N tasks (Claim of 100, one Settle) of
+// type "add" as limits change what a claim does: "none", no limit on the
+// queue (the plain claim); "other-type", a limit on another type only
+// (the typed claim, which reads each item's type); "running", "add"
+// limited to a number of tasks at once that it never reaches (each claim
+// counts and records its places, each settle frees them); "running+rate",
+// that and a rate it never reaches (each claim also records its starts);
+// "half-set-aside", every other task of a type at its limit (Running 1,
+// held by a task never settled), so each claim sets aside as many as it
+// leases; b.N counts the leased ones; "priorities", no limit but three
+// priorities weighted 6:3:1, all backlogged (the claim draws each lease
+// from a lane). Commands are Redis's, inside the scripts too (INFO
+// commandstats), per item drained.
+func BenchmarkClaimLimits(b *testing.B) {
+	ctx := context.Background()
+	payload := tasks.EncodeEnvelope("add", "json", []byte(`{"A":1,"B":2}`))
+	held := tasks.EncodeEnvelope("held", "json", []byte(`{}`))
+	for _, kind := range []string{"none", "other-type", "running", "running+rate", "half-set-aside", "priorities"} {
+		b.Run(kind, func(b *testing.B) {
+			srv := redistest.Start(b)
+			rdb := srv.Client(b)
+			rt := &redistest.RoundTrips{}
+			rdb.AddHook(rt)
+			q := newQueue(b, rdb, "bench", queue.Config{})
+			c, err := tasks.NewClient(q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			limits := map[string]map[string]tasks.Limit{
+				"other-type":     {"other": {Running: 1}},
+				"running":        {"add": {Running: 100_000}},
+				"running+rate":   {"add": {Running: 100_000, Rate: 100_000, Per: time.Hour}},
+				"half-set-aside": {"held": {Running: 1}},
+			}[kind]
+			for typ, l := range limits {
+				if err := c.SetLimit(ctx, typ, l); err != nil {
+					b.Fatal(err)
+				}
+			}
+			payloads := make([][]byte, 0, 2*b.N+1)
+			if kind == "half-set-aside" {
+				payloads = append(payloads, held) // claimed first, never settled
+			}
+			for range b.N {
+				payloads = append(payloads, payload)
+				if kind == "half-set-aside" {
+					payloads = append(payloads, held)
+				}
+			}
+			if kind == "priorities" {
+				if err := q.SetPriorities(ctx, map[string]int{"critical": 6, "default": 3, "low": 1}); err != nil {
+					b.Fatal(err)
+				}
+				args := make([]json.RawMessage, b.N)
+				for i := range args {
+					args[i] = json.RawMessage(`{"A":1,"B":2}`)
+				}
+				for _, p := range []string{"critical", "default", "low"} {
+					if _, err := tasks.EnqueueMany(ctx, c, "add", args, tasks.Priority(p)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				payloads = nil
+			}
+			for start := 0; start < len(payloads); start += queue.BatchMax {
+				if _, err := q.EnqueueBatch(ctx, payloads[start:min(start+queue.BatchMax, len(payloads))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if kind == "half-set-aside" {
+				if items, err := q.Claim(ctx, 1); err != nil || len(items) != 1 {
+					b.Fatalf("Claim of the holder: %d, %v", len(items), err)
+				}
+			}
+			before := srv.CommandStats(b)
+			rt.Store(0)
+			b.ResetTimer()
+			outcomes := make([]queue.Settlement, 0, 100)
+			for done := 0; done < b.N; {
+				items, err := q.Claim(ctx, min(100, b.N-done))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(items) == 0 {
+					continue // a claim that set aside its whole look
+				}
+				outcomes = outcomes[:0]
+				for _, it := range items {
+					outcomes = append(outcomes, queue.Settlement{Item: it, Result: []byte("3")})
+				}
+				if s, err := q.Settle(ctx, outcomes...); err != nil || s.Acked != len(items) {
+					b.Fatalf("Settle = %+v, %v", s, err)
+				}
+				done += len(items)
+			}
+			b.StopTimer()
+			var commands int64
+			for cmd, n := range srv.CommandStats(b) {
+				if cmd != "info" && cmd != "hello" && cmd != "client|setinfo" {
+					commands += n - before[cmd]
+				}
+			}
+			b.ReportMetric(float64(rt.Load())/float64(b.N), "roundtrips/item")
+			b.ReportMetric(float64(commands)/float64(b.N), "commands/item")
+		})
+	}
+}

@@ -19,6 +19,9 @@
 //	zip, err := tasks.WaitFanOut[string](ctx, c, id)            // the final step's result
 //	id, err = resize.Enqueue(ctx, c, args,                       // with options
 //		tasks.Delay(time.Minute), tasks.Attempts(10), tasks.Unique("cat.png", time.Hour))
+//	err = resize.SetLimit(ctx, c, tasks.Limit{Running: 2, Rate: 10, Per: time.Second}) // fleet-wide
+//	err = q.SetPriorities(ctx, map[string]int{"critical": 6, "default": 3, "low": 1})
+//	id, err = resize.Enqueue(ctx, c, args, tasks.Priority("critical"))
 //
 // # Task types
 //
@@ -86,6 +89,41 @@
 // nothing. [EnqueueMany] gives each of its tasks the Delay and the
 // Attempts, and refuses Unique (a key stands for one task); [Periodic]
 // refuses Unique too, as each tick's task has a key of its own.
+//
+// # Limits per type
+//
+// [Client.SetLimit] (or [Task.SetLimit]) bounds a task type for the whole
+// fleet: at most Running of its tasks running at once, and at most Rate
+// starting in any window of Per, a sliding window by Redis's clock (an
+// upstream's quota). The limits live in Redis with the queue, so every
+// process, whatever registered it, and the CLI see the same ones
+// ([Client.Limits]); the queue enforces them in the script call that
+// claims, reading each task's type from its envelope. A task over its
+// type's limit is set aside with no attempt used ([queue.Depth]'s
+// Parked counts it, within Pending); the tasks of other types behind it
+// are claimed as usual, so a limited type never holds the others back;
+// and it comes back, before its type's newer tasks, once a place frees:
+// when a task of its type is settled or handed back, or its lease
+// expires, so a crashed worker's place comes back with its lease. A
+// claim looks at up to four times its batch of entries, and says More
+// when it stopped at that bound. A task starts when it is claimed: a
+// [jobs.Drain] batch of 100 may hold a limited type's tasks while it runs
+// the ones before them, so a rate-limited type is best drained in small
+// batches. A queue without limits pays nothing for them (its claim runs
+// the same commands); the cost with them is in BENCHMARKS.md.
+//
+// # Priorities
+//
+// [Priority] puts a task in a lane of its queue, which
+// [queue.Queue.SetPriorities] gives a weight. The queue's one job drains
+// every lane: each claim takes from the lanes by a smooth weighted round
+// robin kept in Redis, so while every lane has tasks each gets its
+// weight's share of the claims, fleet-wide, and among any sum-of-weights
+// consecutive claims the lightest lane has its own: never starved. A task
+// keeps its priority through retries, releases and expired leases, and a
+// chain's next steps inherit it; a fan-out waits in the default lane.
+// Limits and priorities combine: a task set aside by its type's limit
+// comes back before any lane's.
 //
 // # Chains
 //

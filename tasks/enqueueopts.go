@@ -63,6 +63,19 @@ func Unique(key string, ttl time.Duration) EnqueueOption {
 	})
 }
 
+// Priority puts the task in the lane of priority p on its queue, which
+// [queue.Queue.SetPriorities] must have given a weight (as {"critical":
+// 6, "default": 3, "low": 1}): the queue's one job takes tasks from each
+// lane in proportion to its weight while several have tasks, never
+// starving the lightest. The task keeps it through its retries; the
+// next steps of a chain inherit it. "" or "default" is the default lane;
+// a priority without a weight fails the enqueue with
+// [ErrInvalidArgument]. A fan-out waits in the default lane: with
+// Priority, [EnqueueFanOut] fails with [ErrInvalidArgument].
+func Priority(p string) EnqueueOption {
+	return enqueueOptionFunc(func(o *enqueueOptions) { o.Priority = p })
+}
+
 // queueOptions applies opts for a task of type typ.
 func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error) {
 	var o enqueueOptions
@@ -96,5 +109,5 @@ func applyOptions(o *enqueueOptions, opts []EnqueueOption) {
 // storeOptions are o for the queue's storage, which enqueues chains and
 // fan-outs.
 func storeOptions(o queue.EnqueueOptions) qstore.EnqueueOptions {
-	return qstore.EnqueueOptions{Delay: o.Delay, MaxAttempts: o.MaxAttempts, Unique: o.Unique, UniqueFor: o.UniqueFor}
+	return qstore.EnqueueOptions{Delay: o.Delay, MaxAttempts: o.MaxAttempts, Unique: o.Unique, UniqueFor: o.UniqueFor, Priority: o.Priority}
 }

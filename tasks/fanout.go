@@ -71,6 +71,9 @@ func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step, 
 	if err != nil {
 		return "", err
 	}
+	if o.Priority != "" {
+		return "", fmt.Errorf("%w: enqueue fan-out: a fan-out waits in the default lane, Priority %q does not apply", ErrInvalidArgument, o.Priority)
+	}
 	j.Options = storeOptions(o)
 	if t := runningFrom(ctx); t != nil {
 		j.ID = fanOutID(t.id, t.fanOuts.Add(1))

@@ -133,6 +133,7 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = "tasks." + q.Name()
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
+	m.noteTypes(q)
 	st := qstore.Of(q)
 	return drainhook.Drain(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
 		return m.run(ctx, st, it)

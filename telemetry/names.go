@@ -12,6 +12,10 @@ const (
 // SpanRecruit is the name of the span of one recruitment.
 const SpanRecruit = "worksteal.recruit"
 
+// SpanAction is the name of the span of one operator's action on the
+// dashboard (package dashboard).
+const SpanAction = "worksteal.action"
+
 // Attribute keys of the recruitment span and of the metrics.
 const (
 	AttrJob     attribute.Key = "worksteal.job"     // the job's name
@@ -27,6 +31,11 @@ const (
 
 	AttrTaskType    attribute.Key = "worksteal.task.type"    // a task's type (package tasks)
 	AttrTaskOutcome attribute.Key = "worksteal.task.outcome" // a task attempt's outcome: TaskDone, TaskRetried or TaskDead
+
+	AttrAction      attribute.Key = "worksteal.action"       // an operator's action: pause, resume, retry, purge, run, cancel, …
+	AttrActor       attribute.Key = "worksteal.actor"        // who acted, as the host's function names them
+	AttrActionIDs   attribute.Key = "worksteal.action.ids"   // how many item ids the action named
+	AttrActionCount attribute.Key = "worksteal.action.count" // how many items it moved or deleted
 )
 
 // Metric names.

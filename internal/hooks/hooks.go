@@ -13,3 +13,8 @@ var RecruiterConfig func(cfg any, roll func() float64, now func() time.Time) any
 // QueueConfig returns cfg, a queue.Config, with the given retry jitter
 // (uniform in [0, 1)); nil keeps the default.
 var QueueConfig func(cfg any, jitter func() float64) any
+
+// RecruiterPressure returns cfg, a recruiter.Config, with the pressure
+// gate reading read instead of the Go scheduler: tests make a process
+// busy or idle at will.
+var RecruiterPressure func(cfg any, read func() (p99 time.Duration, ok bool)) any

@@ -11,18 +11,21 @@ import (
 )
 
 var (
-	// Claim maintains the queue first: Tidy's and Promote's steps.
+	// Claim maintains the queue first: Tidy's and Promote's steps. A
+	// queue with limits or priorities claims in claimtyped.lua.
 	//go:embed claim.lua
 	claimSource string
-	claimScript = redis.NewScript(expiredSource + maintainSource + claimSource)
+	//go:embed claimtyped.lua
+	claimTypedSource string
+	claimScript      = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + claimTypedSource + claimSource)
 
 	//go:embed extend.lua
 	extendSource string
-	extendScript = redis.NewScript(extendSource)
+	extendScript = redis.NewScript(typesSource + extendSource)
 
 	//go:embed release.lua
 	releaseSource string
-	releaseScript = redis.NewScript(releaseSource)
+	releaseScript = redis.NewScript(typesSource + lanesSource + releaseSource)
 )
 
 // Item is queue.Item: the same fields, in the same order, so that one
@@ -60,7 +63,9 @@ func (q *Store) Claim(ctx context.Context, n int) ([]Item, error) {
 type Claimed struct {
 	Items               []Item // empty, not nil, when none was pending
 	Promoted, Recovered int
-	More                bool // Promoted or Recovered reached n
+	// More: Promoted or Recovered reached n, or the claim set items of
+	// limited task types aside up to its bound, with fewer than n leased.
+	More bool
 }
 
 // ClaimDetailed is queue.Queue.ClaimDetailed: one script call, which
@@ -84,7 +89,7 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		return c, nil // nothing pending
 	}
 	own, _ := reply[4].([]any)
-	if len(reply)%3 != 2 || len(own)%2 != 0 {
+	if len(reply)%3 != 0 || len(own)%2 != 0 {
 		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits", errUnexpectedScript, len(reply), len(own)))
 	}
 	ms, _ := reply[0].(int64)
@@ -92,8 +97,11 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 	// A token is the attempt and the claim's "-number": the script sends
 	// the number once rather than a token per item.
 	suffix, _ := reply[3].(string)
-	items := make([]Item, 0, len(reply)/3-1)
-	for i := 5; i < len(reply); i += 3 {
+	if more, _ := reply[5].(int64); more == 1 {
+		c.More = true
+	}
+	items := make([]Item, 0, len(reply)/3-2)
+	for i := 6; i < len(reply); i += 3 {
 		id, _ := reply[i].(string)
 		payload, _ := reply[i+1].(string)
 		attempt, _ := reply[i+2].(int64)

@@ -9,13 +9,15 @@
 -- leases scored +inf, the field "" of attempts
 -- ARGV[4]: max attempts, for expired leases without a limit of their own
 -- Returns {deadline ms, promoted, recovered, "-number" of this claim,
--- limits, then id, payload, attempt per item}, or its first three alone
--- when nothing is pending: promoted and recovered count what the
+-- limits, more, then id, payload, attempt per item}, or its first three
+-- alone when nothing is pending: promoted and recovered count what the
 -- maintenance brought back (below); limits lists the items with a limit
 -- of their own (EnqueueOptions.MaxAttempts) as pairs of their index (1
 -- for the first) and the limit, and is empty when none has one. An item's
 -- token is its attempt followed by that "-number"; its attempts field
--- holds the token while it is leased, and only the count otherwise.
+-- holds the token while it is leased, and only the count otherwise. more
+-- is 1 when items were set aside (below) up to the bound on what one call
+-- looks at, so that more may be claimable behind them; else 0.
 -- The deadline is TIME rounded up to the ms, plus the lease: rounded
 -- down, a lease could start up to 1ms before the script runs, and end
 -- before a client that counts it from when it sent the claim expects.
@@ -38,24 +40,53 @@
 -- last: a failure leaves them pending, never lost.
 -- Cost: one bulk command per structure, and no number turned into a string
 -- per item (Lua's tostring is dearer than most Redis commands here).
+-- Task types with limits (types.lua, which Go prepends, names their keys):
+-- an item whose type is over its limit is set aside (parked) with its
+-- attempt uncounted, so that the items behind it are claimed; parked
+-- items of a type are claimed before its pending ones once it is under
+-- its limit again. Such a claim, and that of a queue with priorities,
+-- is claimTyped (claimtyped.lua); it looks at up to 4n pending entries. A
+-- queue without limits pays nothing for them: whether it has any rides on
+-- the EXISTS calls it makes anyway (EXISTS counts a key named twice
+-- twice, so one call tells two keys apart).
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local deadline = t[1] * 1000 + math.ceil(t[2] / 1000) + tonumber(ARGV[2])
 local nowText = tostring(now)
+local tag = tagOf(KEYS[2])
+local parkedTypes = tag .. ':parked'
 
+local weights = tag .. ':weights'
 local promoted = 0
-if redis.call('EXISTS', KEYS[6]) == 1 then
+local flags = redis.call('EXISTS', KEYS[6], parkedTypes, parkedTypes, weights, weights, weights, weights)
+if flags % 2 == 1 then
   promoted = promoteDue(KEYS[6], KEYS[1], KEYS[10], nowText, n)
 end
+local anyParked = flags % 4 >= 2
+local weighted = flags >= 4
 dropExpired(KEYS[11], KEYS[12], now, n)
 local recovered = handBackExpired({
   leases = KEYS[2], attempts = KEYS[4], pending = KEYS[1], dead = KEYS[7],
   causes = KEYS[8], ready = KEYS[10], limits = KEYS[9],
 }, nowText, n, tonumber(ARGV[4]))
 
-if redis.call('LLEN', KEYS[1]) == 0 then
-  return {deadline, promoted, recovered} -- nothing to claim: no claim number either
+-- Nothing to claim: no claim number either, no write.
+local function idle()
+  if redis.call('LLEN', KEYS[1]) > 0 or anyParked then
+    return false
+  end
+  if weighted then
+    for _, p in ipairs(redis.call('HKEYS', weights)) do
+      if p ~= 'default' and redis.call('LLEN', KEYS[1] .. ':' .. p) > 0 then
+        return false
+      end
+    end
+  end
+  return true
+end
+if idle() then
+  return {deadline, promoted, recovered}
 end
 -- One claim number for the whole call: a token only has to differ from
 -- the item's earlier claims. INCR fails on a malformed counter before any
@@ -63,7 +94,7 @@ end
 local suffix = string.format('-%d', redis.call('INCR', KEYS[5]))
 local deadlineText = tostring(deadline)
 local own, nown = {}, 0
-local out, nout = {deadline, promoted, recovered, suffix, own}, 5
+local out, nout = {deadline, promoted, recovered, suffix, own, 0}, 6
 -- The pin goes first: Redis picks a new key's encoding by it, and moves
 -- an existing small key to the faster encoding before the batch goes in.
 local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
@@ -74,7 +105,16 @@ local got, looked, seen = 0, 0, {}
 -- (Read after the maintenance, which empties the one and fills the other.)
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
 local anyDead = redis.call('EXISTS', KEYS[7]) == 1
-local anyLimits = redis.call('EXISTS', KEYS[9]) == 1
+local limitsOrTyped = redis.call('EXISTS', KEYS[9], tag .. ':typelimits', tag .. ':typelimits')
+local anyLimits = limitsOrTyped % 2 == 1
+if limitsOrTyped >= 2 or anyParked or weighted then
+  return claimTyped({
+    n = n, now = now, nowText = nowText, deadline = deadline, deadlineText = deadlineText,
+    tag = tag, suffix = suffix, pin = ARGV[3], promoted = promoted, recovered = recovered,
+    typed = limitsOrTyped >= 2, anyParked = anyParked, weighted = weighted,
+    anyDelayed = anyDelayed, anyDead = anyDead, anyLimits = anyLimits,
+  }) -- claimtyped.lua
+end
 for _ = 1, 2 do
   local want = n - got
   if want == 0 then

@@ -8,6 +8,8 @@
 -- field "" of values and ready (and of limits, with a limit)
 -- ARGV[2]: delay in ms (0: pending at once)
 -- ARGV[3]: max attempts of every item (0: the queue's)
+-- ARGV[4]: the items' priority ('' or 'default': none), which must have a
+-- weight: they wait in its lane rather than in pending (see lanes.lua)
 -- then ARGV: id, payload, id, payload, ... (at most BatchMax pairs)
 -- Returns the number of items added.
 local t = redis.call('TIME')
@@ -15,7 +17,7 @@ local delay, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 -- A string, made once: Lua turns a number into a string slowly.
 local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
 local asked = {}
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   asked[#asked + 1] = ARGV[i]
 end
 local existing = redis.call('HMGET', KEYS[2], unpack(asked))
@@ -28,13 +30,18 @@ end
 if limit > 0 then
   redis.call('HEXISTS', KEYS[5], '')
 end
+local priority = ARGV[4] ~= '' and ARGV[4] ~= 'default' and ARGV[4]
+local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
+if priority and redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
+  return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
+end
 local ids, values, ready, limits, seen = {}, {'', ARGV[1]}, {'', ARGV[1]}, {'', ARGV[1]}, {}
 for i, id in ipairs(asked) do
   if not existing[i] and not seen[id] then
     seen[id] = true
     ids[#ids + 1] = id
     values[#values + 1] = id
-    values[#values + 1] = ARGV[2 * i + 3]
+    values[#values + 1] = ARGV[2 * i + 4]
     if delay == 0 then
       ready[#ready + 1] = id
       ready[#ready + 1] = now
@@ -49,6 +56,14 @@ if #ids == 0 then
   return 0
 end
 redis.call('HSET', KEYS[2], unpack(values))
+if priority then
+  local lanes = {}
+  for _, id in ipairs(ids) do
+    lanes[#lanes + 1] = id
+    lanes[#lanes + 1] = priority
+  end
+  redis.call('HSET', tag .. ':lanes', unpack(lanes))
+end
 if limit > 0 then
   redis.call('HSET', KEYS[5], unpack(limits))
 end
@@ -62,7 +77,7 @@ if delay > 0 then
   end
   redis.call('ZADD', KEYS[4], unpack(scored))
 else
-  redis.call('LPUSH', KEYS[1], unpack(ids))
+  redis.call('LPUSH', priority and KEYS[1] .. ':' .. priority or KEYS[1], unpack(ids))
   redis.call('HSET', KEYS[3], unpack(ready))
 end
 return #ids

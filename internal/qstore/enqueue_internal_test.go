@@ -16,7 +16,7 @@ func TestEnqueueScriptIsIdempotent(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	q := testStore(rdb, "idem", Config{Prefix: "t-idem"})
 	ctx := context.Background()
-	args := []any{encodingPin, 0, 0, newID(), "a", newID(), "b"}
+	args := []any{encodingPin, 0, 0, "", newID(), "a", newID(), "b"}
 	for i, want := range []int{2, 0} {
 		n, err := enqueueScript.Run(ctx, rdb, q.k.enqueueKeys, args...).Int()
 		if n != want || err != nil {

@@ -42,6 +42,8 @@ type EnqueueOptions struct {
 	// Chain.ID names the chain after the item: its id is the chain's. The
 	// record is not written when Unique finds a duplicate.
 	Chain ChainStep
+	// Priority is queue.EnqueueOptions.Priority.
+	Priority string
 }
 
 func (o EnqueueOptions) validate() error {
@@ -56,6 +58,9 @@ func (o EnqueueOptions) validate() error {
 		return fmt.Errorf("%w: UniqueFor %v without a Unique key", ErrInvalidArgument, o.UniqueFor)
 	case o.Unique != "" && (o.UniqueFor <= 0 || o.UniqueFor > uniqueForMax):
 		return fmt.Errorf("%w: UniqueFor %v of Unique key %.40q is not in (0, %v]", ErrInvalidArgument, o.UniqueFor, o.Unique, uniqueForMax)
+	}
+	if err := checkPriority(o.Priority); err != nil {
+		return err
 	}
 	if !o.Chain.isZero() {
 		return o.Chain.validate(true)
@@ -101,9 +106,9 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 	}
 	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, encodingPin, id, payload,
 		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor),
-		step, steps, q.cfg.ResultRetention.Milliseconds()).Slice()
+		step, steps, q.cfg.ResultRetention.Milliseconds(), opts.Priority).Slice()
 	if err != nil {
-		return "", false, q.wrap("enqueue", err)
+		return "", false, q.wrap("enqueue", priorityErr(err, opts.Priority))
 	}
 	if len(reply) != 2 {
 		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))

@@ -13,6 +13,9 @@
 -- ARGV[6]: the unique key's lifetime in ms (with KEYS[7]; 0: no key)
 -- ARGV[7]: the item's step in its chain ('': none)   ARGV[8]: the chain's
 -- steps   ARGV[9]: how long the record outlives the item's due time, ms
+-- ARGV[10]: the item's priority ('', 'default' or absent: none), which
+-- must have a weight: it waits in its lane rather than in pending (see
+-- lanes.lua)
 -- Returns {id, 0} when it added the item, and when that id already has a
 -- value (a resent call: nothing is added twice); {holder, 1} when the
 -- unique key is held by another live item (uniqueHolder), adding nothing.
@@ -34,6 +37,11 @@ if unique then
   end
 end
 local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local priority = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
+local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
+if priority and redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
+  return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
+end
 if delay > 0 then
   redis.call('ZCARD', KEYS[4])
 else
@@ -51,11 +59,14 @@ redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
 if limit > 0 then
   redis.call('HSET', KEYS[5], '', ARGV[1], id, limit)
 end
+if priority then
+  redis.call('HSET', tag .. ':lanes', id, priority)
+end
 if delay > 0 then
   -- TIME rounded up, so the item is never due before the delay is over.
   redis.call('ZADD', KEYS[4], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
 else
-  redis.call('LPUSH', KEYS[1], id)
+  redis.call('LPUSH', priority and KEYS[1] .. ':' .. priority or KEYS[1], id)
   redis.call('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
 end
 if unique then

@@ -10,4 +10,11 @@ end
 local t = redis.call('TIME')
 local deadline = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], deadline, ARGV[1])
+-- An item of a limited type holds its place as long as its lease (see
+-- types.lua, which Go prepends).
+local tag = tagOf(KEYS[1])
+local typ = redis.call('HGET', tag .. ':holding', ARGV[1])
+if typ then
+  redis.call('ZADD', tag .. ':running:' .. typ, 'XX', deadline, ARGV[1])
+end
 return deadline

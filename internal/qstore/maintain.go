@@ -21,15 +21,15 @@ var (
 
 	//go:embed tidy.lua
 	tidySource string
-	tidyScript = redis.NewScript(expiredSource + maintainSource + tidySource)
+	tidyScript = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + tidySource)
 
 	//go:embed promote.lua
 	promoteSource string
-	promoteScript = redis.NewScript(maintainSource + promoteSource)
+	promoteScript = redis.NewScript(typesSource + lanesSource + maintainSource + promoteSource)
 
 	//go:embed requeue.lua
 	requeueSource string
-	requeueScript = redis.NewScript(requeueSource)
+	requeueScript = redis.NewScript(lanesSource + requeueSource)
 
 	//go:embed purge.lua
 	purgeSource string

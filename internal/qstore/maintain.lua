@@ -5,6 +5,8 @@
 -- once: Lua turns a number into a string slowly) and returns how many it
 -- handled. Each adds an item to its new place before it takes it from the
 -- old one, so a failed script (a key of the wrong type) cannot lose it.
+-- Items with a priority go to its lane rather than to pending (see
+-- lanes.lua, which Go prepends before this).
 
 -- promoteDue moves the delayed items that are due (score <= now), the
 -- earliest due first, to the tail of pending, marking them ready now.
@@ -18,7 +20,7 @@ local function promoteDue(delayed, pending, ready, nowText, max)
     marks[2 * i - 1] = id
     marks[2 * i] = nowText
   end
-  redis.call('LPUSH', pending, unpack(ids))
+  pushPending(pending, 'LPUSH', ids) -- each to its lane (lanes.lua)
   redis.call('HSET', ready, unpack(marks))
   redis.call('ZREM', delayed, unpack(ids))
   return #ids
@@ -31,7 +33,8 @@ end
 -- limits, else maxAttempts) is dead-lettered with a cause; the others go
 -- to the tail of pending, marked ready now. Each keeps its count of
 -- attempts; its token goes. k holds the keys: leases, attempts, pending,
--- dead, causes, ready, limits.
+-- dead, causes, ready, limits. Their places in their task types' limits
+-- are freed (letGo in types.lua, which Go prepends before this).
 local function handBackExpired(k, nowText, max, maxAttempts)
   local ids = redis.call('ZRANGEBYSCORE', k.leases, '-inf', nowText, 'LIMIT', 0, max)
   if #ids == 0 then
@@ -40,7 +43,11 @@ local function handBackExpired(k, nowText, max, maxAttempts)
   -- A leased item's attempts field is "attempt-claim"; only the count stays.
   local fields = redis.call('HMGET', k.attempts, unpack(ids))
   local limits = {}
-  if redis.call('EXISTS', k.limits) == 1 then
+  -- One EXISTS for three keys: it counts a key named k times k times.
+  local tag = tagOf(k.leases)
+  local lanes = string.sub(k.pending, 1, #k.pending - 8) .. ':lanes'
+  local flags = redis.call('EXISTS', k.limits, tag .. ':holding', tag .. ':holding', lanes, lanes, lanes, lanes)
+  if flags % 2 == 1 then
     limits = redis.call('HMGET', k.limits, unpack(ids))
   end
   local back, ready, dead, deadIds, causes, counts = {}, {}, {}, {}, {}, {}
@@ -65,7 +72,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     end
   end
   if #back > 0 then
-    redis.call('LPUSH', k.pending, unpack(back))
+    pushPending(k.pending, 'LPUSH', back, flags >= 4) -- each to its lane (lanes.lua)
     redis.call('HSET', k.ready, unpack(ready))
   end
   if #deadIds > 0 then
@@ -74,6 +81,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     redis.call('HDEL', k.ready, unpack(deadIds))
   end
   redis.call('ZREM', k.leases, unpack(ids))
+  letGo(tag, ids, nil, flags % 4 >= 2)
   if #counts > 0 then
     redis.call('HSET', k.attempts, unpack(counts))
   end

@@ -17,7 +17,7 @@ for _, id in ipairs(ids) do
   ready[#ready + 1] = id
   ready[#ready + 1] = now
 end
-redis.call('LPUSH', KEYS[2], unpack(ids))
+pushPending(KEYS[2], 'LPUSH', ids) -- each to its lane (lanes.lua, which Go prepends)
 redis.call('HSET', KEYS[5], unpack(ready))
 redis.call('HDEL', KEYS[3], unpack(ids))
 redis.call('HDEL', KEYS[4], unpack(ids))

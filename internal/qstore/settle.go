@@ -15,7 +15,7 @@ import (
 var (
 	//go:embed settle.lua
 	settleSource string
-	settleScript = redis.NewScript(expiredSource + uniqueSource + settleSource)
+	settleScript = redis.NewScript(expiredSource + uniqueSource + typesSource + lanesSource + settleSource)
 )
 
 // notifyTTL is how long an item's wake-up list lives after its Ack or its

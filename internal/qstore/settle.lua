@@ -99,7 +99,15 @@ end
 -- Attempt limits of items enqueued with their own (EnqueueOptions.
 -- MaxAttempts); the others have ARGV[3]. A queue that never had one has no
 -- limits key, and its nacks look nothing up.
-local hasLimits = redis.call('EXISTS', KEYS[11]) == 1
+-- The same EXISTS says whether any item is held in its task type's limits
+-- (types.lua), and whether any has a priority (lanes.lua): it counts a key
+-- named k times k times.
+local tag = tagOf(KEYS[1])
+local lanesKey = tag .. ':lanes'
+local flags = redis.call('EXISTS', KEYS[11], tag .. ':holding', tag .. ':holding', lanesKey, lanesKey, lanesKey, lanesKey)
+local hasLimits = flags % 2 == 1
+local held = flags % 4 >= 2
+local laned = flags >= 4 -- lanes.lua
 local function limitOf(id)
   return hasLimits and tonumber(redis.call('HGET', KEYS[11], id)) or maxAttempts
 end
@@ -209,7 +217,7 @@ if nthen > 0 then
   -- Added before the acked items are taken from their places (below).
   redis.call('LLEN', KEYS[12]) -- fails on a malformed pending list before these writes
   local now_s = tostring(now)
-  local values, ready, newIds = {}, {}, {}
+  local values, ready, newIds, froms = {}, {}, {}, {}
   for j, at in ipairs(thens) do
     local nid = ARGV[at]
     newIds[j] = nid
@@ -221,6 +229,7 @@ if nthen > 0 then
       redis.call('PEXPIRE', KEYS[key], retention)
     end
     local from = ARGV[at - 5] -- the acked item
+    froms[j] = from
     local limit = hasLimits and redis.call('HGET', KEYS[11], from)
     if limit then
       redis.call('HSET', KEYS[11], nid, limit)
@@ -232,7 +241,21 @@ if nthen > 0 then
     end
   end
   redis.call('HSET', KEYS[2], unpack(values))
-  redis.call('LPUSH', KEYS[12], unpack(newIds))
+  -- A follow-up has the acked item's priority (lanes.lua).
+  if laned then
+    local of = redis.call('HMGET', lanesKey, unpack(froms))
+    local inherit = {}
+    for j, p in ipairs(newIds) do
+      if of[j] then
+        inherit[#inherit + 1] = p
+        inherit[#inherit + 1] = of[j]
+      end
+    end
+    if #inherit > 0 then
+      redis.call('HSET', lanesKey, unpack(inherit))
+    end
+  end
+  pushPending(KEYS[12], 'LPUSH', newIds, laned)
   redis.call('HSET', KEYS[4], unpack(ready))
 end
 for _, i in ipairs(joinAcks) do
@@ -243,7 +266,7 @@ for _, i in ipairs(joinAcks) do
     if left == 1 then
       local join = string.match(ids[i], '^([^.]+)%.')
       if redis.call('HEXISTS', KEYS[2], join) == 1 then
-        redis.call('LPUSH', KEYS[12], join)
+        pushPending(KEYS[12], 'LPUSH', {join}, laned)
         redis.call('HSET', KEYS[4], join, tostring(now))
       end
       redis.call('PEXPIRE', rec, retention)
@@ -278,6 +301,7 @@ if #causes > 0 then
 end
 if #settled > 0 then
   redis.call('ZREM', KEYS[1], unpack(settled))
+  letGo(tag, settled, nil, held) -- see types.lua, which Go prepends
 end
 if #deadIds > 0 then
   redis.call('HDEL', KEYS[4], unpack(deadIds))
@@ -294,6 +318,9 @@ if #acked > 0 then
   end
   if hasLimits then
     redis.call('HDEL', KEYS[11], unpack(acked))
+  end
+  if laned then
+    redis.call('HDEL', lanesKey, unpack(acked))
   end
 end
 return codes

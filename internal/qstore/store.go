@@ -65,6 +65,21 @@ type keys struct {
 	expiring string // list of "expiry ms:id" of results, in expiry order
 	limits   string // hash id → its own max attempts (EnqueueOptions.MaxAttempts)
 
+	// Task types' limits (limits.go). The per-type keys, TAG:running:TYPE
+	// (zset id → lease deadline), TAG:starts:TYPE (zset "id:token" →
+	// claim ms) and TAG:parked:TYPE (list of ids set aside, the oldest at
+	// the right), are named by the scripts: see types.lua.
+	typeLimits string // hash type → "running rate per-ms"
+	holding    string // hash id → type, of leased items of limited types
+	parked     string // set of the types with items set aside
+
+	// Priorities (priorities.go). A lane, the list of the items of one
+	// priority, is pending's name, ':' and the priority (the default lane
+	// is pending itself), as the scripts name it: see lanes.lua.
+	weights string // hash priority → weight
+	lanes   string // hash id → priority, of items not in the default lane
+	swrr    string // hash priority → credit in the claims' draw
+
 	// Key lists of the scripts that take no per-id keys, built once.
 	enqueueKeys, depthKeys []string
 	enqueueWithKeys        []string
@@ -92,10 +107,18 @@ func newKeys(prefix, name string) keys {
 		results:  tag + ":results",
 		expiring: tag + ":expiring",
 		limits:   tag + ":limits",
+
+		typeLimits: tag + ":typelimits",
+		holding:    tag + ":holding",
+		parked:     tag + ":parked",
+
+		weights: tag + ":weights",
+		lanes:   tag + ":lanes",
+		swrr:    tag + ":swrr",
 	}
 	k.enqueueKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits}
 	k.enqueueWithKeys = []string{k.pending, k.values, k.ready, k.delayed, k.limits, k.dead}
-	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready}
+	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready, k.parked, k.weights}
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes, k.limits, k.ready, k.results, k.expiring}
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
 	k.extendKeys = []string{k.leases, k.attempts}
@@ -103,7 +126,7 @@ func newKeys(prefix, name string) keys {
 	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
-	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits}
+	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits, k.lanes}
 	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
 	return k
@@ -219,8 +242,8 @@ func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts En
 			size += len(payloads[end])
 			end++
 		}
-		args := make([]any, 0, 3+2*(end-start))
-		args = append(args, encodingPin, delay, opts.MaxAttempts)
+		args := make([]any, 0, 4+2*(end-start))
+		args = append(args, encodingPin, delay, opts.MaxAttempts, opts.Priority)
 		chunk := make([]string, 0, end-start)
 		for _, p := range payloads[start:end] {
 			id := newID()
@@ -228,7 +251,7 @@ func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts En
 			args = append(args, id, p)
 		}
 		if err := enqueueScript.Run(ctx, q.rdb, q.k.enqueueKeys, args...).Err(); err != nil {
-			return ids, q.wrap("enqueue", err)
+			return ids, q.wrap("enqueue", priorityErr(err, opts.Priority))
 		}
 		ids = append(ids, chunk...)
 		start = end
@@ -268,8 +291,8 @@ func (q *Store) Result(ctx context.Context, id string) ([]byte, error) {
 
 // Depth is queue.Depth: the same fields, in the same order.
 type Depth struct {
-	Pending, Leased, Expired, Delayed, Due, Dead int64
-	OldestPending                                time.Duration
+	Pending, Leased, Expired, Delayed, Due, Dead, Parked int64
+	OldestPending                                        time.Duration
 }
 
 // Depth is queue.Queue.Depth.
@@ -278,12 +301,12 @@ func (q *Store) Depth(ctx context.Context) (Depth, error) {
 	if err != nil {
 		return Depth{}, q.wrap("depth", err)
 	}
-	if len(r) != 7 {
+	if len(r) != 8 {
 		return Depth{}, q.wrap("depth", fmt.Errorf("%w: %d values", errUnexpectedScript, len(r)))
 	}
 	return Depth{
-		Pending: r[0], Leased: r[1], Expired: r[2], Delayed: r[3], Due: r[4], Dead: r[5],
-		OldestPending: time.Duration(max(r[6], 0)) * time.Millisecond,
+		Pending: r[0], Leased: r[1], Expired: r[2], Delayed: r[3], Due: r[4], Dead: r[5], Parked: r[6],
+		OldestPending: time.Duration(max(r[7], 0)) * time.Millisecond,
 	}, nil
 }
 

@@ -22,6 +22,9 @@
 //     MOVED. A hook on every node client counts them, and the test fails
 //     if none was seen. The jobs report errors at worst; the drain
 //     completes once the slot has moved, and nothing is lost.
+//     TestSlotMigrationDuringDrainWithPriorities does the same on a queue
+//     with priorities and a type limit, whose claims also touch the keys
+//     that the scripts name after the queue's hash tag themselves.
 //
 // Both log their figures (items handled at the fault, failures, redirects,
 // redeliveries); run with -v to see them.

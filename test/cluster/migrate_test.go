@@ -1,8 +1,12 @@
 package cluster_test
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/queue"
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
@@ -18,6 +22,23 @@ import (
 // once the slot has moved, and every id has its one result.
 func TestSlotMigrationDuringDrain(t *testing.T) {
 	t.Parallel()
+	migrateDuringDrain(t, nil)
+}
+
+// The same with priorities and a type limit on the queue: its claims take
+// the path that reads the keys the scripts name themselves (weights,
+// round robin, type limits), which migrate one at a time too.
+func TestSlotMigrationDuringDrainWithPriorities(t *testing.T) {
+	t.Parallel()
+	migrateDuringDrain(t, func(ctx context.Context, q *queue.Queue) error {
+		if err := q.SetPriorities(ctx, map[string]int{"high": 3, "default": 1}); err != nil {
+			return err
+		}
+		return qstore.Of(q).SetTypeLimit(ctx, "other", qstore.TypeLimit{Running: 1})
+	})
+}
+
+func migrateDuringDrain(t *testing.T, prepare func(context.Context, *queue.Queue) error) {
 	const items = 2000
 	cl := redistest.StartCluster(t)
 	cc := cl.Client(t)
@@ -40,6 +61,11 @@ func TestSlotMigrationDuringDrain(t *testing.T) {
 		to = cl.Nodes()[1]
 	}
 	dr := startDrain(t, cc, prefix, name, items, 20)
+	if prepare != nil {
+		if err := prepare(ctx, dr.q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dr.waitHandled(t, 30*time.Second, items/10)
 
 	m, err := cl.BeginSlotMigration(t, ctx, slot, from, to)

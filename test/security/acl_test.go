@@ -25,9 +25,10 @@ import (
 const aclUser = "ACL SETUSER worksteal on resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all " +
 	"+evalsha +eval +blmove " +
 	"+time +get +exists +pexpire +pttl +incr " +
-	"+hget +hmget +hset +hdel +hexists " +
+	"+hget +hmget +hset +hdel +hexists +hgetall +hkeys " +
 	"+lpush +rpush +lindex +llen +lrange +ltrim " +
-	"+zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore " +
+	"+sadd +srem +smembers " +
+	"+zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore +zremrangebyscore " +
 	"+info +command +cluster|slots +asking"
 
 // sentByClients are the granted commands that no script calls: the
@@ -156,6 +157,7 @@ func TestLeastPrivilegeACLUser(t *testing.T) {
 	a.checkResults(t, ctx)
 	enqueueWithOptions(t, ctx, rdb)
 	joinChildren(t, ctx, rdb)
+	limitsAndPriorities(t, ctx, rdb)
 	if log := aclLog(); len(log) != 0 {
 		t.Fatalf("ACL LOG after the run has %d entries, want none:\n%s", len(log), strings.Join(log, "\n"))
 	}
@@ -417,5 +419,50 @@ func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) 
 	}
 	if again, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: [][]byte{[]byte("b")}, Final: []byte("f"), Options: opts}); again != first || !dup || err != nil {
 		t.Fatalf("EnqueueJoin under the held key = %s, %v, %v; want %s, a duplicate", again, dup, err, first)
+	}
+}
+
+// limitsAndPriorities runs the scripts of task types' limits and of
+// priorities as rdb's user: a limited type's claim, setting aside,
+// extend, release and settle; lanes by weight.
+func limitsAndPriorities(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
+	t.Helper()
+	q, err := queue.New(rdb, "limits", queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := qstore.Of(q)
+	if err := st.SetTypeLimit(ctx, "slow", qstore.TypeLimit{Running: 1, Rate: 10, Per: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetPriorities(ctx, map[string]int{"high": 3}); err != nil {
+		t.Fatal(err)
+	}
+	slow := append([]byte{1, 4}, "slow\x04json{}"...)
+	if _, err := st.EnqueueBatchWith(ctx, [][]byte{slow, slow}, qstore.EnqueueOptions{Priority: "high"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	items, err := q.Claim(ctx, 10)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("Claim = %d items, %v; want a slow one and the plain one", len(items), err)
+	}
+	if _, err := q.Extend(ctx, items[0], time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.Release(ctx, items[0]); n != 1 || err != nil {
+		t.Fatalf("Release = %d, %v", n, err)
+	}
+	if d, err := q.Depth(ctx); err != nil || d.Parked != 2 {
+		t.Fatalf("Depth = %+v, %v; want both slow items set aside", d, err)
+	}
+	again, err := q.Claim(ctx, 10)
+	if err != nil || len(again) != 1 {
+		t.Fatalf("Claim = %d items, %v; want one slow item", len(again), err)
+	}
+	if _, err := q.Settle(ctx, queue.Settlement{Item: again[0]}, queue.Settlement{Item: items[1]}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -52,9 +52,10 @@
 //	ACL SETUSER worksteal on >PASSWORD resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all
 //	  +evalsha +eval +blmove
 //	  +time +get +exists +pexpire +pttl +incr
-//	  +hget +hmget +hset +hdel +hexists
+//	  +hget +hmget +hset +hdel +hexists +hgetall +hkeys
 //	  +lpush +rpush +lindex +llen +lrange +ltrim
-//	  +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore
+//	  +sadd +srem +smembers
+//	  +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore +zremrangebyscore
 //	  +info +command +cluster|slots +asking
 //
 // and its client sets DisableIdentity: true (go-redis would otherwise

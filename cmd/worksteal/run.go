@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/worksteal/worksteal/inspect"
+)
+
+// sourceNote says where the numbers come from: Redis, not the processes.
+const sourceNote = "what Redis holds now; each process's own counts (slices run, skipped, failed, their durations) are on its dashboard and in its metrics"
+
+func cmdStats(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	qs, err := c.in.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	js, err := c.in.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	type jobsSummary struct {
+		Registered int `json:"registered"`
+		Running    int `json:"running"`
+		Paused     int `json:"paused"`
+	}
+	var sum jsonDepth
+	var jobs jobsSummary
+	doc := struct {
+		Prefix string       `json:"prefix"`
+		Source string       `json:"source"`
+		Queues []jsonQueue  `json:"queues"`
+		Total  *jsonDepth   `json:"total"`
+		Jobs   *jobsSummary `json:"jobs"`
+	}{Prefix: c.g.prefix, Source: sourceNote, Queues: []jsonQueue{}, Total: &sum, Jobs: &jobs}
+	for _, q := range qs {
+		jq := queueOf(q)
+		doc.Queues = append(doc.Queues, jq)
+		sum.Pending += jq.Depth.Pending
+		sum.Leased += jq.Depth.Leased
+		sum.Expired += jq.Depth.Expired
+		sum.Delayed += jq.Depth.Delayed
+		sum.Due += jq.Depth.Due
+		sum.Dead += jq.Depth.Dead
+		sum.OldestPendingMS = max(sum.OldestPendingMS, jq.Depth.OldestPendingMS)
+	}
+	jobs.Registered = len(js)
+	for _, j := range js {
+		if j.Lock.Running {
+			jobs.Running++
+		}
+		if j.Lock.Paused {
+			jobs.Paused++
+		}
+	}
+	if c.g.json {
+		return c.json(doc)
+	}
+	rows := [][]string{}
+	for _, q := range doc.Queues {
+		rows = append(rows, depthRow(q.Name, q.Depth))
+	}
+	if len(qs) > 1 {
+		rows = append(rows, depthRow("(all)", sum))
+	}
+	fmt.Fprintf(c.out, "prefix %s: %s.\n\n", c.g.prefix, sourceNote)
+	if err := c.table("QUEUE\tPENDING\tLEASED\tEXPIRED\tDELAYED\tDUE\tDEAD\tOLDEST PENDING", rows); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.out, "\njobs: %d registered, %d running, %d paused\n", jobs.Registered, jobs.Running, jobs.Paused)
+	return err
+}
+
+func depthRow(name string, d jsonDepth) []string {
+	oldest := "-"
+	if d.OldestPendingMS > 0 {
+		oldest = (time.Duration(d.OldestPendingMS) * time.Millisecond).Round(time.Millisecond).String()
+	}
+	return []string{name, count(d.Pending), count(d.Leased), count(d.Expired), count(d.Delayed), count(d.Due), count(d.Dead), oldest}
+}
+
+func cmdQueues(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	qs, err := c.in.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	out := []jsonQueue{}
+	rows := [][]string{}
+	for _, q := range qs {
+		jq := queueOf(q)
+		out = append(out, jq)
+		rows = append(rows, append(depthRow(q.Name, jq.Depth), q.Lease.String(), strconv.Itoa(q.MaxAttempts), q.ResultRetention.String()))
+	}
+	if c.g.json {
+		return c.json(out)
+	}
+	return c.table("QUEUE\tPENDING\tLEASED\tEXPIRED\tDELAYED\tDUE\tDEAD\tOLDEST PENDING\tLEASE\tMAX ATTEMPTS\tRETENTION", rows)
+}
+
+func cmdJobs(ctx context.Context, c *cli, args []string) error {
+	return listJobs(ctx, c, args, false)
+}
+
+func cmdSchedules(ctx context.Context, c *cli, args []string) error {
+	return listJobs(ctx, c, args, true)
+}
+
+func listJobs(ctx context.Context, c *cli, args []string, schedules bool) error {
+	if err := wantArgs(c, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	js, err := c.in.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	out := []jsonJob{}
+	rows := [][]string{}
+	for _, j := range js {
+		if schedules && j.Schedule == "" {
+			continue
+		}
+		out = append(out, jobOf(j))
+		now := j.Lock.Now
+		state := jobState(j)
+		switch state {
+		case "paused":
+			state += ", " + left(j.Lock.PausedUntil, now)
+		case "resting":
+			state += ", " + left(j.Lock.RestUntil, now)
+		}
+		fleet := "-"
+		if j.Lock.Fleet > 0 {
+			fleet = strconv.FormatFloat(j.Lock.Fleet, 'f', 1, 64)
+		}
+		if schedules {
+			rows = append(rows, []string{j.Name, j.Schedule, ago(j.Lock.LastTick, now), ago(j.NextTick, now), state})
+		} else {
+			rows = append(rows, []string{j.Name, j.Pace(), j.Budget.String(), state, fleet})
+		}
+	}
+	if c.g.json {
+		return c.json(out)
+	}
+	fmt.Fprintf(c.out, "prefix %s: %s.\n\n", c.g.prefix, sourceNote)
+	if schedules {
+		return c.table("JOB\tSCHEDULE\tLAST TICK\tNEXT TICK\tSTATE", rows)
+	}
+	return c.table("JOB\tPACE\tBUDGET\tSTATE\tFLEET", rows)
+}
+
+func cmdTypes(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	ts, err := c.in.TaskTypes(ctx)
+	if err != nil {
+		return err
+	}
+	type jsonType struct {
+		Queue string `json:"queue"`
+		Type  string `json:"type"`
+		Codec string `json:"codec"`
+	}
+	out := []jsonType{}
+	rows := [][]string{}
+	for _, t := range ts {
+		out = append(out, jsonType{t.Queue, t.Type, t.Codec})
+		rows = append(rows, []string{t.Queue, t.Type, t.Codec})
+	}
+	if c.g.json {
+		return c.json(out)
+	}
+	return c.table("QUEUE\tTYPE\tCODEC", rows)
+}
+
+func cmdItems(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 2, 2, "QUEUE STATE (pending, leased, delayed or dead)"); err != nil {
+		return err
+	}
+	state, err := inspect.ParseState(args[1])
+	if err != nil {
+		return err
+	}
+	return listItems(ctx, c, args[0], state)
+}
+
+func cmdDeadList(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 1, 1, "QUEUE"); err != nil {
+		return err
+	}
+	return listItems(ctx, c, args[0], inspect.StateDead)
+}
+
+func listItems(ctx context.Context, c *cli, queue string, state inspect.State) error {
+	p, err := c.in.Items(ctx, queue, state, c.o.offset, c.o.limit)
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		doc := struct {
+			Queue  string     `json:"queue"`
+			State  string     `json:"state"`
+			Offset int        `json:"offset"`
+			Total  int64      `json:"total"`
+			Items  []jsonItem `json:"items"`
+		}{queue, state.String(), p.Offset, p.Total, []jsonItem{}}
+		for _, it := range p.Items {
+			doc.Items = append(doc.Items, itemOf(it))
+		}
+		return c.json(doc)
+	}
+	now := time.Now()
+	rows := [][]string{}
+	for _, it := range p.Items {
+		what := preview(it.Payload, 40)
+		if it.Task != nil {
+			what = it.Task.Type + " " + preview(it.Task.Args, 40)
+		}
+		rows = append(rows, []string{it.ID, ago(it.At, now), strconv.Itoa(it.Attempts), preview([]byte(it.Cause), 50), what})
+	}
+	fmt.Fprintf(c.out, "%s items of %s: %d to %d of %d, oldest first\n\n", state, queue,
+		min(int64(p.Offset+1), p.Total), int64(p.Offset+len(p.Items)), p.Total)
+	return c.table("ID\tSINCE\tATTEMPTS\tCAUSE\tPAYLOAD", rows)
+}
+
+func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
+	byID func(context.Context, string, ...string) (int, error), all func(context.Context, string) (int, error)) error {
+	if len(args) == 0 {
+		return usagef("dead %s takes QUEUE and ids, or QUEUE --all", verb)
+	}
+	queue, ids := args[0], args[1:]
+	var n int
+	var err error
+	switch {
+	case c.o.all && len(ids) > 0:
+		return usagef("dead %s: ids or --all, not both", verb)
+	case c.o.all:
+		n, err = all(ctx, queue)
+	case len(ids) == 0:
+		return usagef("dead %s %s: name the ids, or --all", verb, queue)
+	default:
+		for len(ids) > 0 && err == nil {
+			chunk := ids[:min(len(ids), 1000)]
+			ids = ids[len(chunk):]
+			var k int
+			k, err = byID(ctx, queue, chunk...)
+			n += k
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		return c.json(struct {
+			Queue  string `json:"queue"`
+			Action string `json:"action"`
+			Count  int    `json:"count"`
+		}{queue, verb, n})
+	}
+	_, err = fmt.Fprintf(c.out, "%s: %s %d dead letters\n", queue, map[string]string{"retry": "moved back to pending", "purge": "deleted"}[verb], n)
+	return err
+}
+
+func cmdPause(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 1, 2, "JOB [FOR]"); err != nil {
+		return err
+	}
+	d := pauseDefault
+	if len(args) == 2 {
+		var err error
+		if d, err = parseFor(args[1]); err != nil {
+			return err
+		}
+	}
+	if err := c.in.Pause(ctx, args[0], d); err != nil {
+		return err
+	}
+	return c.jobResult(ctx, args[0], "paused for "+d.String())
+}
+
+func cmdResume(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 1, 1, "JOB"); err != nil {
+		return err
+	}
+	if err := c.in.Resume(ctx, args[0]); err != nil {
+		return err
+	}
+	return c.jobResult(ctx, args[0], "resumed")
+}
+
+// jobResult prints the job as Redis now holds it.
+func (c *cli) jobResult(ctx context.Context, name, what string) error {
+	j, err := c.in.Job(ctx, name)
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		return c.json(jobOf(j))
+	}
+	_, err = fmt.Fprintf(c.out, "%s %s, fleet-wide: processes learn of it at their next visit to its lock\n", name, what)
+	return err
+}
+
+func cmdTaskShow(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 1, 1, "ID"); err != nil {
+		return err
+	}
+	var it inspect.Item
+	var err error
+	if c.o.queue != "" {
+		it, err = c.in.Item(ctx, c.o.queue, args[0])
+	} else {
+		it, err = c.in.FindItem(ctx, args[0])
+	}
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		return c.json(itemOf(it))
+	}
+	rows := [][]string{{"id", it.ID}, {"queue", it.Queue}, {"state", it.State.String()}}
+	if !it.At.IsZero() {
+		rows = append(rows, []string{"since", it.At.UTC().Format(time.RFC3339Nano) + " (" + ago(it.At, time.Now()) + ")"})
+	}
+	rows = append(rows, []string{"attempts", strconv.Itoa(it.Attempts)})
+	if it.MaxAttempts > 0 {
+		rows = append(rows, []string{"max attempts", strconv.Itoa(it.MaxAttempts)})
+	}
+	if it.Cause != "" {
+		rows = append(rows, []string{"cause", preview([]byte(it.Cause), 200)})
+	}
+	if t := it.Task; t != nil {
+		rows = append(rows, []string{"type", t.Type}, []string{"codec", t.Codec}, []string{"args", preview(t.Args, 200)})
+		if t.ChainSteps > 0 {
+			rows = append(rows, []string{"chain", fmt.Sprintf("step %d of %d", t.ChainStep, t.ChainSteps)})
+		}
+	} else {
+		label := "payload"
+		if it.State == inspect.StateDone {
+			label = "result"
+		}
+		rows = append(rows, []string{label, fmt.Sprintf("%s (%d bytes)", preview(it.Payload, 200), it.Size)})
+	}
+	return c.table("FIELD\tVALUE", rows)
+}

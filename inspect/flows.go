@@ -1,0 +1,115 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/worksteal/worksteal/internal/qstore"
+)
+
+// FlowState is where a chain or a fan-out stands.
+type FlowState int
+
+// The states of a chain or a fan-out.
+const (
+	FlowUnknown FlowState = iota
+	// FlowRunning: a step (a chain's current one, a fan-out's children
+	// or final step) is pending, delayed or leased.
+	FlowRunning
+	// FlowDone: its last step was acked.
+	FlowDone
+	// FlowFailed: a step is a dead letter (Cause says why); retried, it
+	// lets the flow run on.
+	FlowFailed
+)
+
+// String returns the state's name: "running", "done", "failed".
+func (s FlowState) String() string {
+	switch s {
+	case FlowRunning:
+		return "running"
+	case FlowDone:
+		return "done"
+	case FlowFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Chain is the progress of a chain of tasks: its steps before Step are
+// done, Step is Current's item, and those after wait for it.
+type Chain struct {
+	ID      string // the chain's, its first step's item id
+	Step    int    // the current step, 1 to Steps
+	Steps   int
+	Current string // the current step's item id
+	State   FlowState
+	Cause   string // why it failed
+}
+
+// Chain reads the progress of the chain id of queue (a [Task]'s Chain);
+// ErrNotFound if the queue keeps no record of it (the record lasts the
+// queue's ResultRetention after the chain's last move).
+func (in *Inspector) Chain(ctx context.Context, queue, id string) (Chain, error) {
+	st, err := in.queue(ctx, queue)
+	if err != nil {
+		return Chain{}, err
+	}
+	c, err := st.Chain(ctx, id)
+	if errors.Is(err, qstore.ErrNotFound) {
+		return Chain{}, fmt.Errorf("%w: chain %.80s in queue %s", ErrNotFound, id, queue)
+	}
+	if err != nil {
+		return Chain{}, in.wrap(err)
+	}
+	out := Chain{ID: c.ID, Step: c.Step, Steps: c.Steps, Current: c.Current, Cause: c.Cause}
+	switch c.State {
+	case qstore.ChainRunning:
+		out.State = FlowRunning
+	case qstore.ChainDone:
+		out.State = FlowDone
+	case qstore.ChainFailed:
+		out.State = FlowFailed
+	}
+	return out, nil
+}
+
+// FanOut is the progress of a fan-out: its children, run side by side,
+// then its final step, whose item id is the fan-out's.
+type FanOut struct {
+	ID        string
+	Children  int
+	Done      int    // children acked
+	Dead      int    // children in the dead letters
+	DeadChild string // the first dead child's item id
+	State     FlowState
+	Cause     string // why it failed
+}
+
+// FanOut reads the progress of the fan-out id of queue; a child's item
+// id is the fan-out's and ".n". ErrNotFound if the queue keeps no record
+// of it.
+func (in *Inspector) FanOut(ctx context.Context, queue, id string) (FanOut, error) {
+	st, err := in.queue(ctx, queue)
+	if err != nil {
+		return FanOut{}, err
+	}
+	j, err := st.Join(ctx, id)
+	if errors.Is(err, qstore.ErrNotFound) {
+		return FanOut{}, fmt.Errorf("%w: fan-out %.80s in queue %s", ErrNotFound, id, queue)
+	}
+	if err != nil {
+		return FanOut{}, in.wrap(err)
+	}
+	out := FanOut{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, Cause: j.Cause}
+	switch j.State {
+	case qstore.JoinRunning:
+		out.State = FlowRunning
+	case qstore.JoinDone:
+		out.State = FlowDone
+	case qstore.JoinFailed:
+		out.State = FlowFailed
+	}
+	return out, nil
+}
