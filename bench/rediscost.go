@@ -196,7 +196,7 @@ func redisCostFleet(ctx context.Context, e *env, rep *report, n int, paced bool,
 			row.CmdsPerItem = float64(calls) / float64(f.Items)
 			row.QueueRTPerItem = float64(f.QueueRT) / float64(f.Items)
 		}
-		logf("redis: N=%d paced=%v %v req/s: %.0f cmds/s, lock %.1f rt/s/proc, %.0f items/s", n, rate, row.CmdsPerSec, row.LockRTPerProc, row.ItemsPerSec)
+		logf("redis: N=%d paced=%v %v req/s: %.0f cmds/s, lock %.1f rt/s/proc, %.0f items/s", n, paced, rate, row.CmdsPerSec, row.LockRTPerProc, row.ItemsPerSec)
 		rep.redis = append(rep.redis, row)
 	}
 	return nil
