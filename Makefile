@@ -78,7 +78,7 @@ bench: redis-server
 fuzz: redis-server
 	GO=$(GO) MODULES="$(MODULES)" ./scripts/fuzz.sh
 
-# The fleet benchmark (about 10 minutes): real redis-server, service
+# The fleet benchmark (about 13 minutes): real redis-server, service
 # processes and an open-loop load; rewrites the fleet section of
 # BENCHMARKS.md and bench/results/*.svg (paths from the root, where it
 # runs). ARGS='-quick': under a minute.

@@ -6,7 +6,7 @@
 // fleet section of BENCHMARKS.md (between its markers) and the plots in
 // bench/results.
 //
-//	go run ./bench            # the full set, about 10 minutes
+//	go run ./bench            # the full set, about 13 minutes
 //	go run ./bench -quick     # a short version for development, under a minute
 //	go run ./bench -pace      # automatic pace against fleet size and traffic, and after a scale-in and a scale-out (make bench-pace)
 //	go run ./bench -peers     # worksteal, asynq and River on the same tasks, a few minutes (make bench-peers; -long: longer)
