@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,9 @@ func (r *report) charts() map[string]chart {
 			if v.topOnly() {
 				continue // one point: the pressure table shows it
 			}
-			s := series{Name: v.Label, Points: true, Dashed: v.Key == "in-0.01" || v.Key == "in-1"}
+			// The tasks' labels are too long for the legend.
+			name := strings.ReplaceAll(v.Label, "automatic pace, 2 ms CPU each, backlog", "2 ms CPU")
+			s := series{Name: name, Points: true, Dashed: v.Key == "in-0.01" || v.Key == "in-1"}
 			for _, row := range r.cost {
 				if row.Variant.Key == v.Key {
 					s.X = append(s.X, row.Rate)

@@ -286,7 +286,7 @@ func peerLabel(x peerExp, s peerSystem) string {
 	}
 	switch {
 	case w.cfg.remote:
-		return fmt.Sprintf("worksteal, %d fast exits/s, enqueued by another process", int(w.cfg.fastExits))
+		return fmt.Sprintf("worksteal, %d fast exits/s, remote enqueue", int(w.cfg.fastExits))
 	case w.cfg.fastExits == 0:
 		return "worksteal, no traffic (pace timer)"
 	}
