@@ -58,10 +58,21 @@ func enqueueVariants() []enqueueVariant {
 		{"EnqueueWith+unique", with(func(i int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{Unique: fmt.Sprint("u", i), UniqueFor: time.Hour}
 		}), map[string]int64{"hexists": 1, "hmget": 1, "time": 1, "hset": 3, "lpush": 1, "pexpire": 1}, pending},
+		{"EnqueueWith+attempts+priority", with(func(int) qstore.EnqueueOptions {
+			return qstore.EnqueueOptions{MaxAttempts: 3, Priority: "high"}
+		}), map[string]int64{"hexists": 2, "time": 1, "hset": 4, "lpush": 1},
+			[]string{":values", ":limits", ":lanes", ":pending:high", ":ready"}},
+		{"EnqueueWith+chain", with(func(int) qstore.EnqueueOptions {
+			return qstore.EnqueueOptions{Chain: qstore.ChainStep{ID: "c", Step: 1, Steps: 2}}
+		}), map[string]int64{"hexists": 2, "time": 1, "hset": 3, "lpush": 1, "pexpire": 1},
+			append(pending, ":chain:c")},
 		{"EnqueueBatch-1", batch(1, qstore.EnqueueOptions{}),
 			map[string]int64{"hmget": 1, "time": 1, "hset": 2, "lpush": 1}, pending},
 		{"EnqueueBatch-100", batch(100, qstore.EnqueueOptions{}),
 			map[string]int64{"hmget": 1, "time": 1, "hset": 2, "lpush": 1}, pending},
+		{"EnqueueBatch-100+attempts+priority", batch(100, qstore.EnqueueOptions{MaxAttempts: 3, Priority: "high"}),
+			map[string]int64{"hmget": 1, "hexists": 1, "time": 1, "hset": 4, "lpush": 1},
+			[]string{":values", ":limits", ":lanes", ":pending:high", ":ready"}},
 		{"EnqueueBatch-100+delay+attempts+priority", batch(100, qstore.EnqueueOptions{Delay: time.Hour, MaxAttempts: 3, Priority: "high"}),
 			map[string]int64{"hmget": 1, "hexists": 1, "time": 1, "hset": 3, "zadd": 1}, []string{":values", ":limits", ":lanes", ":delayed"}},
 	}
