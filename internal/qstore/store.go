@@ -19,7 +19,12 @@ import (
 var (
 	//go:embed enqueue.lua
 	enqueueSource string
-	enqueueScript = redis.NewScript(enqueueSource)
+	enqueueScript = redis.NewScript(undoSource + enqueueSource)
+
+	// undoSource holds undoable, which the enqueue scripts write with,
+	// prepended to them.
+	//go:embed undo.lua
+	undoSource string
 
 	//go:embed depth.lua
 	depthSource string
@@ -194,13 +199,11 @@ func (q *Store) checkPayload(what string, p []byte) error {
 	return nil
 }
 
-// Enqueue is queue.Queue.Enqueue.
+// Enqueue is queue.Queue.Enqueue: [Store.EnqueueWith] without options,
+// whose script spends less of Redis's time on one item than the batch's.
 func (q *Store) Enqueue(ctx context.Context, payload []byte) (string, error) {
-	ids, err := q.EnqueueBatch(ctx, [][]byte{payload})
-	if err != nil {
-		return "", err
-	}
-	return ids[0], nil
+	id, _, err := q.EnqueueWith(ctx, payload, EnqueueOptions{})
+	return id, err
 }
 
 // enqueueChunkBytes bounds the payload bytes of one script call.
