@@ -21,7 +21,7 @@ import (
 	"github.com/worksteal/worksteal/telemetry"
 )
 
-// actions is what [WithActions] and [WithCancel] set.
+// actions is what [WithActions] sets.
 type actions struct {
 	in     *inspect.Inspector
 	key    []byte
@@ -30,7 +30,8 @@ type actions struct {
 }
 
 // WithActions lets operators act from the page: pause and resume a job,
-// retry or purge dead letters, run a delayed item now. Without it the
+// retry or purge dead letters, run a delayed item now, cancel a pending
+// or delayed task ([inspect.Inspector.Cancel]). Without it the
 // dashboard is read-only: it shows no button and refuses every POST.
 //
 // in is the fleet's [inspect.Inspector], which does the work. key, of 32
@@ -46,13 +47,13 @@ type actions struct {
 func WithActions(in *inspect.Inspector, key []byte, who func(*http.Request) string) Option {
 	return optionFunc(func(c *config) {
 		c.actions = &actions{in: in, key: append([]byte(nil), key...), who: who}
+		if in != nil {
+			c.actions.cancel = func(ctx context.Context, queue, id string) error {
+				_, err := in.Cancel(ctx, queue, id)
+				return err
+			}
+		}
 	})
-}
-
-// WithCancel adds cancel buttons to pending and delayed items; cancel
-// cancels the item id of queue. It needs [WithActions].
-func WithCancel(cancel func(ctx context.Context, queue, id string) error) Option {
-	return optionFunc(func(c *config) { c.cancel = cancel })
 }
 
 // WithLogger sets the logger of the actions; slog.Default() by default.
@@ -66,10 +67,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) { c.tp = tp })
 }
 
-func (a *actions) validate(cancelSet bool) error {
+func (a *actions) validate() error {
 	switch {
-	case a == nil && cancelSet:
-		return fmt.Errorf("%w: WithCancel needs WithActions", ErrInvalidOption)
 	case a == nil:
 		return nil
 	case a.in == nil:
@@ -128,7 +127,7 @@ func (a *actions) parseAction(form url.Values) (action, error) {
 		return act, fmt.Errorf("%w %.40q", errUnknownAction, act.name)
 	}
 	if act.name == "cancel" && a.cancel == nil {
-		return act, fmt.Errorf("%w: cancel is not enabled (WithCancel)", errUnknownAction)
+		return act, fmt.Errorf("%w: cancel is not enabled", errUnknownAction)
 	}
 	act.queue = form.Get("queue")
 	if err := names.Check(act.queue); err != nil {

@@ -31,7 +31,7 @@ type actionsView struct {
 	Token  string // the action token of this operator, in every form
 	Error  string // reading the fleet failed: the page says so
 	Done   string // what the last action did, from a fixed vocabulary
-	Cancel bool   // WithCancel: cancel buttons
+	Cancel bool   // cancel buttons
 	Jobs   []opsJob
 	Queues []opsQueue
 	Queue  *opsQueueView // the queue chosen with ?queue=NAME

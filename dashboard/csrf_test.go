@@ -69,7 +69,6 @@ func TestActionAttacks(t *testing.T) {
 		{"no id", retry(), nil, 400},
 		{"malformed queue", url.Values{"action": {"retry"}, "queue": {"mail}:x"}, "id": {b.dead[0]}, "token": {token}}, nil, 400},
 		{"unknown action", url.Values{"action": {"flushall"}, "queue": {"mail"}, "token": {token}}, nil, 400},
-		{"cancel not enabled", url.Values{"action": {"cancel"}, "queue": {"mail"}, "id": {b.pending}, "token": {token}}, nil, 400},
 		{"pause out of range", url.Values{"action": {"pause"}, "job": {"nightly"}, "for": {"9999h"}, "token": {token}}, nil, 400},
 		{"pause malformed", url.Values{"action": {"pause"}, "job": {"nightly"}, "for": {"soon"}, "token": {token}}, nil, 400},
 		{"unknown queue", url.Values{"action": {"purge-all"}, "queue": {"billing"}, "confirm": {"yes"}, "token": {token}}, nil, 404},

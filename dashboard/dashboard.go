@@ -33,7 +33,6 @@ type config struct {
 	traceURL string
 	tasks    []TaskSource
 	actions  *actions // nil: read-only
-	cancel   func(ctx context.Context, queue, id string) error
 	logger   *slog.Logger
 	tp       trace.TracerProvider
 }
@@ -169,9 +168,6 @@ func newDashboard(src Source, opts ...Option) (*Dashboard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.actions != nil {
-		cfg.actions.cancel = cfg.cancel
-	}
 	d := &Dashboard{
 		logger:  cmp.Or(cfg.logger, slog.Default()),
 		tracer:  tracerOf(cfg.tp),
@@ -201,7 +197,7 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: trace URL format %q must hold one %%s and no other %% but %%%% (a literal %%)",
 			ErrInvalidOption, c.traceURL)
 	}
-	if err := c.actions.validate(c.cancel != nil); err != nil {
+	if err := c.actions.validate(); err != nil {
 		return err
 	}
 	for _, src := range c.tasks {

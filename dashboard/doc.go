@@ -96,8 +96,8 @@
 //   - list a queue's dead letters (the first 50, with their cause,
 //     attempts and 256 bytes of payload, escaped), and retry or purge
 //     one, the selected, or all (a checkbox confirms "all");
-//   - run a delayed item now; cancel a pending or delayed one, with
-//     [WithCancel];
+//   - run a delayed item now; cancel a pending or delayed task
+//     ([inspect.Inspector.Cancel]);
 //   - follow a chain's step or a fan-out's child to the chain's steps or
 //     the fan-out's children, and their states (read-only).
 //

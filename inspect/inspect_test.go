@@ -419,3 +419,38 @@ func TestMalformedRegistry(t *testing.T) {
 		t.Fatalf("TaskTypes = %+v, %v", ts, err)
 	}
 }
+
+// Pending counts and pages the priorities' lanes too, one after the
+// other: the default lane, then the others by name.
+func TestItemsPendingAcrossLanes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testrig.Context(t, 30*time.Second)
+	q := b.queue(t, "lanes", queue.Config{})
+	if err := q.SetPriorities(ctx, map[string]int{"critical": 6, "default": 3, "low": 1}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, p := range []string{"", "critical", "low"} {
+		for i := range 2 {
+			id, _, err := q.EnqueueWith(ctx, fmt.Appendf(nil, "%s-%d", p, i), queue.EnqueueOptions{Priority: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, id)
+		}
+	}
+	var got []string
+	for offset := 0; offset < 6; offset += 4 {
+		p, err := b.in.Items(ctx, "lanes", inspect.StatePending, offset, 4)
+		if err != nil || p.Total != 6 {
+			t.Fatalf("Items(pending, %d, 4) = %+v, %v; want a page of 6 in all", offset, p, err)
+		}
+		for _, it := range p.Items {
+			got = append(got, it.ID)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pending across lanes = %v; want %v (default, critical, low; oldest first)", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -271,3 +272,57 @@ func (in *Inspector) wrap(err error) error {
 	}
 	return fmt.Errorf("inspect: %w", err)
 }
+
+// Canceled says what [Inspector.Cancel] did.
+type Canceled struct {
+	Queue string
+	// Items counts the items canceled: 0 if they were before, up to a
+	// fan-out's children and its final step.
+	Items int
+	// Running counts those of them that were running: their handlers'
+	// contexts end at their drain's next poll (package jobs).
+	Running int
+}
+
+// Cancel cancels the item (task) id of queue, or, with queue "", of the
+// first registered queue that holds it, as [queue.Queue.Cancel] does: a
+// chain's id cancels its current step, a fan-out's its children and its
+// final step. The canceled record is kept for the queue's
+// ResultRetention as the registry has it (24h if it has none). It
+// returns an error wrapping [ErrNotFound] if no queue holds id, and one
+// wrapping [queue.ErrFinished] if it was acked or is dead.
+func (in *Inspector) Cancel(ctx context.Context, queue, id string) (Canceled, error) {
+	if id == "" {
+		return Canceled{}, fmt.Errorf("%w: empty id", ErrInvalidArgument)
+	}
+	snap, err := registry.Read(ctx, in.rdb, in.cfg.Prefix)
+	if err != nil {
+		return Canceled{}, fmt.Errorf("inspect: cancel: %w", err)
+	}
+	retention := map[string]time.Duration{}
+	var queues []string
+	for _, q := range snap.Queues {
+		retention[q.Name] = ms(q.RetentionMS)
+		queues = append(queues, q.Name)
+	}
+	if queue != "" {
+		if _, err := in.queue(ctx, queue); err != nil {
+			return Canceled{}, err
+		}
+		queues = []string{queue}
+	}
+	for _, name := range queues {
+		st := qstore.New(in.rdb, name, qstore.Config{Prefix: in.cfg.Prefix, MaxPayload: previewMax,
+			ResultRetention: cmp.Or(max(retention[name], 0), retentionDefault)})
+		r, err := st.Cancel(ctx, id)
+		if errors.Is(err, qstore.ErrNotFound) {
+			continue
+		}
+		return Canceled{Queue: name, Items: r.Canceled, Running: r.Running}, in.wrap(err)
+	}
+	return Canceled{}, fmt.Errorf("%w: item %s in %d queues", ErrNotFound, id, len(queues))
+}
+
+// retentionDefault is queue.Config's ResultRetention default, for a
+// queue that the registry does not list.
+const retentionDefault = 24 * time.Hour

@@ -94,6 +94,15 @@ const (
 // processes: up to 4 at once while a backlog lasts or enqueues wake them
 // ([recruiter.JobConfig].Slices sets another bound).
 //
+// A handler whose item is canceled while it runs ([queue.Queue.Cancel],
+// from any process) sees its context end with [queue.ErrCanceled] as its
+// cause ([context.Cause]) within cancelPoll (100 ms) and a round trip: a
+// batch whose handlers run longer than that reads which of their items
+// are canceled, one read per batch per 100 ms whatever the number of
+// handlers (a subscription would hold a connection per process for a
+// rare event). What the handler returns then is dropped: the cancel
+// ended the item.
+//
 // A panicking handler does not lose its item: the panic is recovered and
 // the item nacked with it as cause; the slice goes on with the next item,
 // since items are independent, and returns an error wrapping
@@ -273,6 +282,9 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 // items back, counting the attempt, and another claim may own them by
 // then).
 func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Item, leaseEnd time.Time) []qstore.Settlement {
+	if len(items) == 0 {
+		return nil
+	}
 	outcomes := make([]qstore.Settlement, len(items))
 	hctx := context.WithoutCancel(ctx)
 	var (
@@ -292,12 +304,16 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 		next++
 		return next - 1
 	}
+	watch := j.watchCancels(ctx, items) // see cancelwatch.go
+	defer watch.close()
 	work := func() {
 		for i := take(); i >= 0; i = take() {
 			it := items[i]
 			ictx, cancel := context.WithDeadline(hctx, leaseEnd.Add(-j.leaseMargin(s)))
+			ictx = watch.track(ictx, i)
 			began := time.Now()
 			result, follow, err := j.call(ictx, s, &mu, it)
+			watch.untrack(i)
 			cancel()
 			took := time.Since(began)
 			mu.Lock()

@@ -73,7 +73,9 @@ type Claimed struct {
 	// to the queue, or to the dead letters at their last attempt.
 	Recovered int
 	// More says that Promoted or Recovered reached the claim's n, the
-	// bound of each: more may be due or expired, for the next claim.
+	// bound of each: more may be due or expired, for the next claim; or
+	// that the claim dropped canceled items' ids ([Queue.Cancel]) and
+	// leased fewer than n: more may be pending behind them.
 	More bool
 }
 

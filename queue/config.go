@@ -47,6 +47,11 @@ var (
 	ErrLeaseLost       error = qstore.ErrLeaseLost
 	ErrNotFound        error = qstore.ErrNotFound
 	ErrDead            error = qstore.ErrDead
+	// ErrCanceled: the item was canceled ([Queue.Cancel]); a canceled
+	// running handler's context has it as its cause.
+	ErrCanceled error = qstore.ErrCanceled
+	// ErrFinished: a cancel came after the item was acked or dead-lettered.
+	ErrFinished error = qstore.ErrFinished
 )
 
 // Config configures a [Queue]. The zero value is valid: every field has a

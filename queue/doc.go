@@ -39,6 +39,9 @@
 // enforce: an item of a type at its limit is set aside, uncounted, until
 // a place frees ([Depth].Parked).
 //
+// [Queue.Cancel] ends an item for good, wherever it is (see
+// Cancellation below).
+//
 // Chains of items (each enqueued by the ack of the one before, in the
 // same script call) and fan-outs (children, and a final item that the
 // last child's ack enqueues, once) live in the same keys and scripts;
@@ -46,6 +49,29 @@
 // ([github.com/worksteal/worksteal/tasks.EnqueueChain],
 // [github.com/worksteal/worksteal/tasks.EnqueueFanOut]). A plain queue
 // never meets them.
+//
+// # Cancellation
+//
+// An item ends in exactly one terminal state: acked (its result kept),
+// dead (in the dead letters, until requeued or purged) or canceled.
+// [Queue.Cancel] cancels a pending, delayed or leased item in one script
+// call: its value, lease, delay and place in its type's limit go, its
+// unique key is free, its waiters get [ErrCanceled] at once, and a
+// canceled record stays for [Config.ResultRetention] (Wait reads it). A
+// pending item's id stays in its list as a tombstone, so that a cancel
+// costs O(1) whatever the backlog: the claim that meets it drops it (and
+// says More if it leased fewer than asked), and [Queue.Depth] counts it
+// as pending until then. Of a leased item, the
+// worker's Ack or Nack then changes nothing and returns [ErrCanceled]
+// ([SettleResult].Canceled counts it), and a [github.com/worksteal/worksteal/jobs.Drain] running it ends
+// its handler's context (package jobs states the bound).
+//
+// Cancel, Claim and Settle are scripts, which Redis runs one at a time,
+// so under any race the first to land wins: a cancel before the claim
+// means no claim ever sees the item; a cancel before the ack drops the
+// ack; an ack (or a dead-lettering) before the cancel makes it change
+// nothing and return [ErrFinished]. Two cancels cancel once; the second
+// returns nil too.
 //
 // # Maintenance
 //
@@ -73,7 +99,7 @@
 // # Guarantees
 //
 // Delivery is at least once: an item is in exactly one of pending, leased,
-// delayed or dead until it is acked, and every move between them is one
+// delayed or dead until it is acked or canceled, and every move between them is one
 // Lua script, so a crash between two Redis calls loses nothing; and since
 // Redis does not roll back a script that fails half-way (a key of the wrong
 // type), each script adds an item to its new place before it takes it from
@@ -134,6 +160,10 @@
 //	…:parked          set of the task types with items set aside
 //	…:parked:T        list of type T's ids set aside, the oldest at the
 //	                  right (Depth counts them as pending)
+//	…:canceled        zset id → until when its canceled record is kept
+//	                  (ms); the key expires with its last
+//	…:tombstones      set of canceled ids still in pending's or a parked
+//	                  list, until a claim meets them
 //
 // A unique key's lock is not deleted when its item is acked, dead-lettered
 // or purged: the next enqueue with the key finds its holder gone (no

@@ -20,6 +20,9 @@ type SettleResult struct {
 	Acked   int // results stored
 	Retried int // nacked, delayed for a retry
 	Dead    int // nacked at the last attempt, dead-lettered
+	// Canceled counts the items canceled while their claim ran
+	// ([Queue.Cancel]): their outcome is dropped, as they had ended.
+	Canceled int
 	// Lost lists the ids whose claim was no longer current (the lease
 	// expired, and Tidy or another worker took the item): nothing changed.
 	Lost []string
@@ -48,14 +51,16 @@ func (q *Queue) Settle(ctx context.Context, settlements ...Settlement) (SettleRe
 
 // Ack marks a claimed item done with its result (see [Queue.Settle]). It
 // returns ErrPayloadTooLarge, changing nothing, for a result above
-// Config.MaxPayload, and ErrLeaseLost if the claim is no longer current.
+// Config.MaxPayload, ErrLeaseLost if the claim is no longer current, and
+// ErrCanceled if the item was canceled while claimed ([Queue.Cancel]).
 func (q *Queue) Ack(ctx context.Context, it Item, result []byte) error {
 	return q.st.Ack(ctx, qstore.Item(it), result)
 }
 
 // Nack reports a failed attempt: the item is retried after the backoff, or
 // dead-lettered with cause at its last attempt (see [Queue.Settle]). It
-// returns ErrLeaseLost if the claim is no longer current.
+// returns ErrLeaseLost if the claim is no longer current, ErrCanceled if
+// the item was canceled while claimed.
 func (q *Queue) Nack(ctx context.Context, it Item, cause error) error {
 	return q.st.Nack(ctx, qstore.Item(it), cause)
 }

@@ -149,6 +149,8 @@ func ChainStatus(ctx context.Context, c *Client, id string) (ChainProgress, erro
 		p.State = StateDone
 	case qstore.ChainFailed:
 		p.State = StateFailed
+	case qstore.ChainCanceled:
+		p.State = StateCanceled
 	}
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return p, fmt.Errorf("%w: chain status: %w", ErrInvalidArgument, err)
@@ -162,7 +164,8 @@ func ChainStatus(ctx context.Context, c *Client, id string) (ChainProgress, erro
 // WaitChain waits for the end of the chain id, bounded by ctx, and
 // returns its last step's result decoded into R. A step that dies stops
 // the chain: WaitChain returns an error wrapping [queue.ErrDead] whose
-// text holds that step's cause. It waits with [queue.Queue.Wait] on each
+// text holds that step's cause; a canceled chain ([Cancel]), one wrapping
+// [queue.ErrCanceled]. It waits with [queue.Queue.Wait] on each
 // step in turn, so it does not poll.
 func WaitChain[R any](ctx context.Context, c *Client, id string) (R, error) {
 	var r R
@@ -179,10 +182,12 @@ func WaitChain[R any](ctx context.Context, c *Client, id string) (R, error) {
 			return r, nil
 		case StateFailed:
 			return r, fmt.Errorf("tasks: chain %s: step %d of %d (%s): %w: %s", id, ch.Step, ch.Steps, ch.Current, queue.ErrDead, ch.Cause)
+		case StateCanceled:
+			return r, fmt.Errorf("tasks: chain %s: step %d of %d (%s): %w", id, ch.Step, ch.Steps, ch.Current, queue.ErrCanceled)
 		}
 		// Running: wait for the current step to end, then read again. Its
 		// result or death shows in the chain's next read.
-		if _, err := c.q.Wait(ctx, ch.Current); err != nil && !errors.Is(err, queue.ErrDead) {
+		if _, err := c.q.Wait(ctx, ch.Current); err != nil && !errors.Is(err, queue.ErrDead) && !errors.Is(err, queue.ErrCanceled) {
 			return r, fmt.Errorf("tasks: chain %s: %w", id, err)
 		}
 	}

@@ -22,6 +22,7 @@
 //	err = resize.SetLimit(ctx, c, tasks.Limit{Running: 2, Rate: 10, Per: time.Second}) // fleet-wide
 //	err = q.SetPriorities(ctx, map[string]int{"critical": 6, "default": 3, "low": 1})
 //	id, err = resize.Enqueue(ctx, c, args, tasks.Priority("critical"))
+//	err = tasks.Cancel(ctx, c, id)                                // a task, a chain or a fan-out
 //
 // # Task types
 //
@@ -164,6 +165,30 @@
 // ttl. Tasks that need no final step are plain tasks: [EnqueueMany] adds
 // them in one call, and each runs at a plain task's cost, where a child
 // also counts its fan-out down.
+//
+// # Cancellation
+//
+// [Cancel] ends a task for good, in one script call, from any process: a
+// pending or delayed task (or one waiting for a retry) never runs; a
+// running one's handler context ends with [queue.ErrCanceled] as its
+// cause ([context.Cause]) within a poll of 100 ms and a round trip,
+// whichever process runs it (a drain polls which of its running tasks
+// are canceled, one read per batch per 100 ms: see package jobs; the
+// measured p50 and p99 are in BENCHMARKS.md), and what it returns then
+// is dropped: never retried, never dead-lettered. Its waiters ([Call],
+// [WaitChain], [WaitFanOut], [queue.Queue.Wait]) return an error
+// wrapping queue.ErrCanceled at once, and its [Unique] key is free. A
+// chain's id cancels its current step, so no later step runs; a
+// fan-out's id, or a child's, cancels its unfinished children and its
+// final step, which never runs; [ChainStatus] and [FanOutStatus] read
+// [StateCanceled].
+//
+// A task ends in exactly one of done, dead and canceled. A cancel and an
+// ack (or a death) of the same task are ordered by Redis, and the first
+// to land wins: a cancel after it returns an error wrapping
+// [queue.ErrFinished] and changes nothing; an ack after the cancel is
+// dropped. A handler that must not be cut short mid-way checks nothing
+// special: it sees its context end, as at its lease's end.
 //
 // # Encoding
 //

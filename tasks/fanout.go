@@ -131,6 +131,8 @@ func FanOutStatus(ctx context.Context, c *Client, id string) (FanOutProgress, er
 		p.State = StateDone
 	case qstore.JoinFailed:
 		p.State = StateFailed
+	case qstore.JoinCanceled:
+		p.State = StateCanceled
 	}
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return p, fmt.Errorf("%w: fan-out status: %w", ErrInvalidArgument, err)

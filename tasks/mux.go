@@ -164,7 +164,10 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 	ctx = t
 	m.begin(ctx, h.counts)
 	returned := false
-	defer func() { m.end(ctx, h.counts, !returned || err != nil, it.Attempt >= it.MaxAttempts) }() // a panic fails the attempt too
+	defer func() { // a panic fails the attempt too; a cancel ended it, with no outcome
+		canceled := errors.Is(context.Cause(ctx), queue.ErrCanceled)
+		m.end(ctx, h.counts, !returned || err != nil, it.Attempt >= it.MaxAttempts, canceled)
+	}()
 	result, err := h.run(ctx, m.codec, env.Args)
 	returned = true
 	if err != nil {

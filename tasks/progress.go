@@ -3,7 +3,7 @@ package tasks
 import "strconv"
 
 // State is where a chain ([ChainProgress]) or a fan-out
-// ([FanOutProgress]) is: running, done or failed.
+// ([FanOutProgress]) is: running, done, failed or canceled.
 type State int
 
 // The states of a chain or a fan-out.
@@ -19,6 +19,9 @@ const (
 	// step succeeded without enqueueing the next. [queue.Queue.RequeueDead]
 	// of the dead task makes the chain or fan-out run on.
 	StateFailed
+	// StateCanceled: the chain or the fan-out was canceled ([Cancel]):
+	// no later step, no final step runs.
+	StateCanceled
 )
 
 func (s State) String() string {
@@ -29,6 +32,8 @@ func (s State) String() string {
 		return "done"
 	case StateFailed:
 		return "failed"
+	case StateCanceled:
+		return "canceled"
 	}
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }

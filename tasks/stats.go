@@ -121,11 +121,13 @@ func (m *Mux) begin(ctx context.Context, c *typeCounts) {
 
 // end counts an attempt of c's type as no longer running, and its
 // outcome: done unless failed; a failure at the last attempt is dead,
-// else retried.
-func (m *Mux) end(ctx context.Context, c *typeCounts, failed, last bool) {
+// else retried; none for a task canceled as it ran, whose outcome the
+// queue drops (neither retried nor dead).
+func (m *Mux) end(ctx context.Context, c *typeCounts, failed, last, canceled bool) {
 	c.running.Add(-1)
 	m.tel.running.Add(ctx, -1, c.byType...)
 	switch {
+	case canceled:
 	case !failed:
 		c.done.Add(1)
 		m.tel.attempts.Add(ctx, 1, c.asDone...)

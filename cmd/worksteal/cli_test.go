@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/queue"
 )
 
 func TestStats(t *testing.T) {
@@ -197,7 +199,22 @@ func TestTaskShow(t *testing.T) {
 	}
 	f.fails(t, exitNotFound, "not found", "task", "show", "nosuch")
 	f.fails(t, exitNotFound, "unknown queue", "task", "show", "--queue", "nosuch", f.live)
-	f.fails(t, exitUsage, "not in this version", "task", "cancel", f.live)
+	if out := f.ok(t, "task", "cancel", f.live); !strings.Contains(out, "mail: "+f.live+": canceled 1 items, 0 of them running") {
+		t.Errorf("task cancel said %q", out)
+	}
+	f.fails(t, exitNotFound, "not found", "task", "show", f.live)
+	if out := f.ok(t, "task", "cancel", "--queue", "mail", f.live); !strings.Contains(out, "canceled before") {
+		t.Errorf("a second task cancel said %q", out)
+	}
+	var r struct {
+		Canceled int  `json:"canceled"`
+		Finished bool `json:"finished"`
+	}
+	if f.okJSON(t, &r, "task", "cancel", f.dead[2]); !r.Finished || r.Canceled != 0 {
+		t.Errorf("task cancel of a dead letter --json = %+v, want finished", r)
+	}
+	f.fails(t, exitNotFound, "not found", "task", "cancel", "nosuch")
+	f.fails(t, exitUsage, "ID", "task", "cancel")
 }
 
 func TestUsage(t *testing.T) {
@@ -266,6 +283,7 @@ func TestACLUsers(t *testing.T) {
 	read.fails(t, exitDenied, "", "dead", "retry", "mail", f.dead[0])
 	read.fails(t, exitDenied, "", "dead", "purge", "mail", "--all")
 	read.fails(t, exitDenied, "", "pause", "nightly", "1m")
+	read.fails(t, exitDenied, "", "task", "cancel", f.live)
 	if n, err := f.mail.Depth(ctx); err != nil || n.Dead != 3 {
 		t.Fatalf("after the refused actions, Depth = %+v, %v; want 3 dead", n, err)
 	}
@@ -277,12 +295,16 @@ func TestACLUsers(t *testing.T) {
 	op.ok(t, "dead", "retry", "mail", "--all")
 	op.ok(t, "pause", "nightly", "1m")
 	op.ok(t, "resume", "nightly")
+	op.ok(t, "task", "cancel", f.live)
 	op.ok(t, "stats")
 	if log, err := admin.Do(ctx, "ACL", "LOG").Slice(); err != nil || len(log) != 0 {
 		t.Fatalf("the operator's commands left ACL LOG %v, %v; want it empty", log, err)
 	}
 	if n, err := f.mail.Depth(ctx); err != nil || n.Dead != 0 || n.Pending != 3 {
-		t.Fatalf("after the operator's actions, Depth = %+v, %v; want 3 pending", n, err)
+		t.Fatalf("after the operator's actions, Depth = %+v, %v; want 3 pending (a canceled one's tombstone)", n, err)
+	}
+	if _, err := f.mail.Wait(ctx, f.live); !errors.Is(err, queue.ErrCanceled) {
+		t.Fatalf("Wait of the task canceled as the operator = %v, want queue.ErrCanceled", err)
 	}
 }
 

@@ -57,9 +57,9 @@ var commands = map[string]command{
 	"task show": {flags: func(fs *flag.FlagSet, o *cmdOpts) {
 		fs.StringVar(&o.queue, "queue", "", "the item's queue (default: every registered queue)")
 	}, run: cmdTaskShow},
-	"task cancel": {run: func(context.Context, *cli, []string) error {
-		return usagef("task cancel is not in this version: cancellation is still to come (issue 26); a dead letter can be purged with dead purge")
-	}},
+	"task cancel": {flags: func(fs *flag.FlagSet, o *cmdOpts) {
+		fs.StringVar(&o.queue, "queue", "", "the task's queue (default: the first registered queue that holds it)")
+	}, run: cmdTaskCancel},
 }
 
 func pageFlags(fs *flag.FlagSet, o *cmdOpts) {

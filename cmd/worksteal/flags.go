@@ -39,6 +39,8 @@ dashboard and metrics):
   pause JOB [FOR]              pause a job fleet-wide (default 1h, at most 720h)
   resume JOB                   resume a paused job
   task show ID [--queue Q]     an item's state, attempts, cause and task
+  task cancel ID [--queue Q]   cancel a task, a chain or a fan-out: never run
+                               if waiting, its handler's context ended if running
 
 Exit codes: 0 done, 1 Redis failed, 2 bad usage, 3 no such queue, job or
 item, 4 refused by the ACL user's grant.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/worksteal/worksteal/inspect"
+	"github.com/worksteal/worksteal/queue"
 )
 
 // sourceNote says where the numbers come from: Redis, not the processes.
@@ -350,4 +352,34 @@ func cmdTaskShow(ctx context.Context, c *cli, args []string) error {
 		rows = append(rows, []string{label, fmt.Sprintf("%s (%d bytes)", preview(it.Payload, 200), it.Size)})
 	}
 	return c.table("FIELD\tVALUE", rows)
+}
+
+func cmdTaskCancel(ctx context.Context, c *cli, args []string) error {
+	if err := wantArgs(c, args, 1, 1, "ID"); err != nil {
+		return err
+	}
+	r, err := c.in.Cancel(ctx, c.o.queue, args[0])
+	finished := errors.Is(err, queue.ErrFinished)
+	if err != nil && !finished {
+		return err
+	}
+	if c.g.json {
+		return c.json(struct {
+			ID       string `json:"id"`
+			Queue    string `json:"queue"`
+			Canceled int    `json:"canceled"`
+			Running  int    `json:"running"`
+			Finished bool   `json:"finished"`
+		}{args[0], r.Queue, r.Items, r.Running, finished})
+	}
+	switch {
+	case finished:
+		_, err = fmt.Fprintf(c.out, "%s: %s: already finished (acked or dead): nothing canceled\n", r.Queue, args[0])
+	case r.Items == 0:
+		_, err = fmt.Fprintf(c.out, "%s: %s: canceled before\n", r.Queue, args[0])
+	default:
+		_, err = fmt.Fprintf(c.out, "%s: %s: canceled %d items, %d of them running (their handlers' contexts end within about 100ms)\n",
+			r.Queue, args[0], r.Items, r.Running)
+	}
+	return err
 }

@@ -93,7 +93,7 @@ func (q *Store) List(ctx context.Context, state State, offset, count, preview in
 	}
 	k := q.k
 	reply, err := adminListScript.Run(ctx, q.rdb,
-		[]string{k.pending, k.leases, k.delayed, k.dead, k.values, k.attempts, k.causes, k.ready, k.limits},
+		[]string{k.pending, k.leases, k.delayed, k.dead, k.values, k.attempts, k.causes, k.ready, k.limits, k.weights, k.parked},
 		state.String(), offset, count, preview, encodingPin).Slice()
 	if err != nil {
 		return nil, 0, q.wrap("list", err)

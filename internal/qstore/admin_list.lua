@@ -2,6 +2,7 @@
 -- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)      KEYS[5]: values (hash)   KEYS[6]: attempts (hash)
 -- KEYS[7]: causes (hash)    KEYS[8]: ready (hash)    KEYS[9]: limits (hash)
+-- KEYS[10]: the priorities' weights (hash)   KEYS[11]: the parked types (set)
 -- ARGV[1]: the state, 'pending', 'leased', 'delayed' or 'dead'
 -- ARGV[2]: offset   ARGV[3]: count, at most BatchMax
 -- ARGV[4]: the most payload bytes to return per item
@@ -14,11 +15,36 @@ local state, offset, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
 local ids, at, total = {}, {}, 0
 if state == 'pending' then
-  -- Enqueued at the left, claimed from the right: the oldest is last.
-  total = redis.call('LLEN', KEYS[1])
-  local page = redis.call('LRANGE', KEYS[1], -(offset + count), -(offset + 1))
-  for i = #page, 1, -1 do
-    ids[#ids + 1] = page[i]
+  -- Every list of pending items, paged as one: the default lane, the
+  -- priorities' lanes (lanes.lua) by name, then the items a type's limit
+  -- set aside (types.lua) by type. Enqueued at the left, claimed from
+  -- the right: the oldest of each is last.
+  local lists = {KEYS[1]}
+  local lanes = redis.call('HKEYS', KEYS[10])
+  table.sort(lanes)
+  for _, p in ipairs(lanes) do
+    if p ~= 'default' then
+      lists[#lists + 1] = KEYS[1] .. ':' .. p
+    end
+  end
+  local types = redis.call('SMEMBERS', KEYS[11])
+  table.sort(types)
+  for _, typ in ipairs(types) do
+    lists[#lists + 1] = KEYS[11] .. ':' .. typ
+  end
+  local skip, want = offset, count
+  for _, list in ipairs(lists) do
+    local n = redis.call('LLEN', list)
+    total = total + n
+    if skip >= n then
+      skip = skip - n
+    elseif want > 0 then
+      local page = redis.call('LRANGE', list, -(skip + want), -(skip + 1))
+      for i = #page, 1, -1 do
+        ids[#ids + 1] = page[i]
+      end
+      want, skip = want - #page, 0
+    end
   end
   for i, id in ipairs(ids) do
     at[i] = tonumber(redis.call('HGET', KEYS[8], id)) or -1

@@ -84,6 +84,9 @@ const (
 	// says why), or was acked without a follow-up before the last step.
 	// [Store.RequeueDead] of that step makes the chain run on.
 	ChainFailed
+	// ChainCanceled: its current step was canceled ([Store.Cancel]); no
+	// later step runs.
+	ChainCanceled
 )
 
 func (s ChainState) String() string {
@@ -94,6 +97,8 @@ func (s ChainState) String() string {
 		return "done"
 	case ChainFailed:
 		return "failed"
+	case ChainCanceled:
+		return "canceled"
 	}
 	return "ChainState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -119,7 +124,7 @@ func (q *Store) Chain(ctx context.Context, id string) (Chain, error) {
 	if id == "" || len(id) > ChainIDMax {
 		return Chain{}, fmt.Errorf("%w: chain id of %d bytes, not in [1, %d]", ErrInvalidArgument, len(id), ChainIDMax)
 	}
-	keys := []string{q.k.chain(id), q.k.results, q.k.values, q.k.dead, q.k.causes}
+	keys := []string{q.k.chain(id), q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.canceled}
 	reply, err := chainScript.Run(ctx, q.rdb, keys).Slice()
 	if err != nil {
 		return Chain{}, q.wrap("chain", err)
@@ -144,6 +149,8 @@ func (q *Store) Chain(ctx context.Context, id string) (Chain, error) {
 		c.State, c.Cause = ChainFailed, detail
 	case state == stateLive:
 		c.State = ChainRunning
+	case state == stateCanceled:
+		c.State = ChainCanceled
 	case state == stateDone && c.Step == c.Steps:
 		c.State, c.Result = ChainDone, []byte(detail)
 	case state == stateDone:

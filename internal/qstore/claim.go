@@ -64,7 +64,8 @@ type Claimed struct {
 	Items               []Item // empty, not nil, when none was pending
 	Promoted, Recovered int
 	// More: Promoted or Recovered reached n, or the claim set items of
-	// limited task types aside up to its bound, with fewer than n leased.
+	// limited task types aside up to its bound, or dropped canceled
+	// items' tombstones, with fewer than n leased.
 	More bool
 }
 

@@ -17,7 +17,8 @@
 -- token is its attempt followed by that "-number"; its attempts field
 -- holds the token while it is leased, and only the count otherwise. more
 -- is 1 when items were set aside (below) up to the bound on what one call
--- looks at, so that more may be claimable behind them; else 0.
+-- looks at, or canceled items' tombstones dropped with fewer than n
+-- leased, so that more may be claimable behind them; else 0.
 -- The deadline is TIME rounded up to the ms, plus the lease: rounded
 -- down, a lease could start up to 1ms before the script runs, and end
 -- before a client that counts it from when it sent the claim expects.
@@ -33,7 +34,8 @@
 -- ZRANGEBYSCORE on leases, one on delayed if it exists, and one LINDEX.
 -- Malformed entries do not stop it: an id already leased, delayed, dead or
 -- met earlier in this call is a duplicate and is dropped (so is the empty
--- id, which names the pin); one without a value is dead-lettered. Their
+-- id, which names the pin, and a canceled item's tombstone: see
+-- cancel.lua); one without a value is dead-lettered. Their
 -- places are refilled once, so at most 2n entries are looked at.
 -- Redis does not roll back a script that fails half-way (a key of the
 -- wrong type), so ids are only peeked at first and trimmed from pending
@@ -101,6 +103,7 @@ local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
 local dead, causes, ndead = {}, {}, 0
 local tokenOf = {} -- attempt → token, built once per attempt count
 local got, looked, seen = 0, 0, {}
+local tombstones, tombstoned = tag .. ':tombstones', false
 -- A healthy queue has nothing delayed or dead: then no lookups there.
 -- (Read after the maintenance, which empties the one and fills the other.)
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
@@ -161,6 +164,8 @@ for _ = 1, 2 do
           own[nown + 2] = limit
           nown = nown + 2
         end
+      elseif redis.call('SREM', tombstones, id) == 1 then
+        tombstoned = true -- canceled (cancel.lua)
       else
         dead[ndead + 1] = nowText
         dead[ndead + 2] = id
@@ -183,4 +188,7 @@ if ndead > 0 then
   redis.call('HSET', KEYS[8], unpack(causes))
 end
 redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
+if tombstoned and got < n then
+  out[6] = 1 -- a run of tombstones may hide items behind it
+end
 return out

@@ -53,7 +53,7 @@ local function claimTyped(c)
     return c
   end
 
-  local got = 0
+  local got, tombstoned = 0, false
   local holding, running, starts, parked = {}, {}, {}, {}
   -- consider leases, drops or sets aside one entry, as the plain claim
   -- does (see below), and counts its type's place.
@@ -63,6 +63,10 @@ local function claimTyped(c)
       return
     end
     seen[id] = true
+    if not value and redis.call('SREM', tag .. ':tombstones', id) == 1 then
+      tombstoned = true -- canceled (cancel.lua)
+      return
+    end
     if not value then
       dead[ndead + 1] = nowText
       dead[ndead + 2] = id
@@ -241,7 +245,7 @@ local function claimTyped(c)
       end
     end
   end
-  if got < n and looked >= bound then
+  if got < n and (looked >= bound or tombstoned) then
     out[6] = 1
   end
 

@@ -9,6 +9,10 @@
 -- the wait is the longest of pending's head and of the priorities' lanes'
 -- heads, whose items pending counts too (parked items wait for their
 -- limit, not for a worker).
+-- A canceled item's id stays in its list until a claim meets it (see
+-- cancel.lua): pending (and parked) count it until then. Subtracting the
+-- tombstones would take a command (SCARD) that the documented ACL grants
+-- do not have.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Not the encoding pin (ARGV[1]) among the leases. ZCOUNT to '(+inf'

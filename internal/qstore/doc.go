@@ -19,7 +19,11 @@
 // (settle.lua acks and enqueues a follow-up, counts a join down; state.lua
 // sees a join failed by a dead child; enqueuewith.lua writes a chain's
 // record), so that each move stays one atomic script call: one store,
-// then, whose every key shares the queue's hash tag.
+// then, whose every key shares the queue's hash tag. cancel.lua ends
+// an item, a chain's current step or a join in one call too, and the
+// scripts that meet what it leaves (a tombstone in a list, a canceled
+// record) read them: claim.lua, settle.lua, state.lua, chain.lua,
+// join.lua.
 //
 // # Where things are documented
 //

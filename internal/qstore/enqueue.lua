@@ -11,61 +11,75 @@
 -- ARGV[4]: the items' priority ('' or 'default': none), which must have a
 -- weight: they wait in its lane rather than in pending (see lanes.lua)
 -- then ARGV: id, payload, id, payload, ... (at most BatchMax pairs)
--- Returns the number of items added.
-local t = redis.call('TIME')
+-- Returns the number of items added. A key of the wrong type fails the
+-- call with nothing written: values is read before the first write, and
+-- the writes that may still fail take back the ones before them (see
+-- undo.lua).
 local delay, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
--- A string, made once: Lua turns a number into a string slowly.
-local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
 local asked = {}
 for i = 5, #ARGV, 2 do
   asked[#asked + 1] = ARGV[i]
 end
 local existing = redis.call('HMGET', KEYS[2], unpack(asked))
--- Fail on a malformed key before any write.
-if delay > 0 then
-  redis.call('ZCARD', KEYS[4])
-else
-  redis.call('LLEN', KEYS[1])
-end
-if limit > 0 then
-  redis.call('HEXISTS', KEYS[5], '')
-end
 local priority = ARGV[4] ~= '' and ARGV[4] ~= 'default' and ARGV[4]
-local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
-if priority and redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
-  return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
+local lanes
+if priority then
+  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
+  if redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
+    return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
+  end
+  lanes = tag .. ':lanes'
 end
-local ids, values, ready, limits, seen = {}, {'', ARGV[1]}, {'', ARGV[1]}, {'', ARGV[1]}, {}
+local ids, values, seen = {}, {'', ARGV[1]}, {}
 for i, id in ipairs(asked) do
   if not existing[i] and not seen[id] then
     seen[id] = true
     ids[#ids + 1] = id
     values[#values + 1] = id
     values[#values + 1] = ARGV[2 * i + 4]
-    if delay == 0 then
-      ready[#ready + 1] = id
-      ready[#ready + 1] = now
-    end
-    if limit > 0 then
-      limits[#limits + 1] = id
-      limits[#limits + 1] = ARGV[3]
-    end
   end
 end
 if #ids == 0 then
   return 0
 end
-redis.call('HSET', KEYS[2], unpack(values))
-if priority then
-  local lanes = {}
-  for _, id in ipairs(ids) do
-    lanes[#lanes + 1] = id
-    lanes[#lanes + 1] = priority
+local t = redis.call('TIME')
+local lane = priority and KEYS[1] .. ':' .. priority or KEYS[1]
+-- What this call wrote so far, for takeBack.
+local valued, limited, laned
+local function takeBack(err)
+  if laned then
+    redis.call('HDEL', lanes, unpack(ids))
   end
-  redis.call('HSET', tag .. ':lanes', unpack(lanes))
+  if limited then
+    dropFields(KEYS[5], ids, limited)
+  end
+  dropFields(KEYS[2], ids, valued)
+  error(err)
 end
+valued = redis.call('HSET', KEYS[2], unpack(values))
 if limit > 0 then
-  redis.call('HSET', KEYS[5], unpack(limits))
+  local limits = {'', ARGV[1]}
+  for _, id in ipairs(ids) do
+    limits[#limits + 1] = id
+    limits[#limits + 1] = ARGV[3]
+  end
+  local r = redis.pcall('HSET', KEYS[5], unpack(limits))
+  if failed(r) then
+    takeBack(r)
+  end
+  limited = r
+end
+if priority then
+  local of = {}
+  for _, id in ipairs(ids) do
+    of[#of + 1] = id
+    of[#of + 1] = priority
+  end
+  local r = redis.pcall('HSET', lanes, unpack(of))
+  if failed(r) then
+    takeBack(r)
+  end
+  laned = true
 end
 if delay > 0 then
   -- TIME rounded up, so no item is due before the delay is over.
@@ -75,9 +89,26 @@ if delay > 0 then
     scored[#scored + 1] = due
     scored[#scored + 1] = id
   end
-  redis.call('ZADD', KEYS[4], unpack(scored))
+  local r = redis.pcall('ZADD', KEYS[4], unpack(scored))
+  if failed(r) then
+    takeBack(r)
+  end
 else
-  redis.call('LPUSH', priority and KEYS[1] .. ':' .. priority or KEYS[1], unpack(ids))
-  redis.call('HSET', KEYS[3], unpack(ready))
+  local r = redis.pcall('LPUSH', lane, unpack(ids))
+  if failed(r) then
+    takeBack(r)
+  end
+  -- A string, made once: Lua turns a number into a string slowly.
+  local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
+  local ready = {'', ARGV[1]}
+  for _, id in ipairs(ids) do
+    ready[#ready + 1] = id
+    ready[#ready + 1] = now
+  end
+  r = redis.pcall('HSET', KEYS[3], unpack(ready))
+  if failed(r) then
+    redis.call('LTRIM', lane, #ids, -1)
+    takeBack(r)
+  end
 end
 return #ids

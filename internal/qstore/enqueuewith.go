@@ -19,7 +19,7 @@ var (
 
 	//go:embed enqueuewith.lua
 	enqueueWithSource string
-	enqueueWithScript = redis.NewScript(uniqueSource + enqueueWithSource)
+	enqueueWithScript = redis.NewScript(uniqueSource + undoSource + enqueueWithSource)
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
@@ -104,22 +104,31 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 		keys = append(keys[:len(keys):len(keys)], q.k.chain(chain))
 		step, steps = strconv.Itoa(opts.Chain.Step), opts.Chain.Steps
 	}
-	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, encodingPin, id, payload,
-		ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor),
-		step, steps, q.cfg.ResultRetention.Milliseconds(), opts.Priority).Slice()
+	args := []any{encodingPin, id, payload, ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor)}
+	// The script takes a chain's and a priority's arguments as '' or 0
+	// when they are left out: fewer to send and for Redis to read.
+	if step != "" || opts.Priority != "" {
+		args = append(args, step, steps, q.cfg.ResultRetention.Milliseconds())
+	}
+	if opts.Priority != "" {
+		args = append(args, opts.Priority)
+	}
+	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
 		return "", false, q.wrap("enqueue", priorityErr(err, opts.Priority))
 	}
-	if len(reply) != 2 {
-		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	switch r := reply.(type) {
+	case int64: // 1: added; 0: added before, by this very call resent
+		if opts.Delay <= 0 {
+			q.bell.Ring()
+		}
+		return id, false, nil
+	case string: // the unique key's holder
+		if r == "" {
+			return "", false, q.wrap("enqueue", fmt.Errorf("%w: no id", errUnexpectedScript))
+		}
+		return r, true, nil
+	default:
+		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %T", errUnexpectedScript, reply))
 	}
-	got, _ := reply[0].(string)
-	dup, _ := reply[1].(int64)
-	if got == "" {
-		return "", false, q.wrap("enqueue", fmt.Errorf("%w: no id", errUnexpectedScript))
-	}
-	if dup == 0 && opts.Delay <= 0 {
-		q.bell.Ring()
-	}
-	return got, dup == 1, nil
 }

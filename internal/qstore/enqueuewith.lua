@@ -16,64 +16,96 @@
 -- ARGV[10]: the item's priority ('', 'default' or absent: none), which
 -- must have a weight: it waits in its lane rather than in pending (see
 -- lanes.lua)
--- Returns {id, 0} when it added the item, and when that id already has a
--- value (a resent call: nothing is added twice); {holder, 1} when the
+-- ARGV[7] to ARGV[10] may be left out when they would be '' or 0.
+-- Returns 1 when it added the item; 0 when that id already has a value
+-- (a resent call: nothing is added twice); the holder's id when the
 -- unique key is held by another live item (uniqueHolder), adding nothing.
--- Every key's type is checked before the first write, so a malformed key
--- fails the call with nothing written.
+-- A key of the wrong type fails the call with nothing written: values
+-- and the unique key's lock are read before the first write, a chain's
+-- record (whose old fields could not be brought back) is checked, and
+-- the writes that may still fail take back the ones before them (see
+-- undo.lua).
 local id = ARGV[2]
 if redis.call('HEXISTS', KEYS[2], id) == 1 then
-  return {id, 0}
+  return 0
 end
 local unique = tonumber(ARGV[6]) > 0 and KEYS[7]
 local chain = (ARGV[7] or '') ~= '' and KEYS[#KEYS]
 if chain and #KEYS ~= (unique and 8 or 7) then
   return redis.error_reply('ERR enqueue: a chain step without its record key')
 end
+local first
 if unique then
-  local holder = uniqueHolder(unique, KEYS[2], KEYS[6], id)
+  local holder
+  holder, first = uniqueHolder(unique, KEYS[2], KEYS[6], id)
   if holder then
-    return {holder, 1}
+    return holder
   end
 end
 local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
 local priority = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
-local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
-if priority and redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
-  return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
-end
-if delay > 0 then
-  redis.call('ZCARD', KEYS[4])
-else
-  redis.call('LLEN', KEYS[1])
-  redis.call('HEXISTS', KEYS[3], '')
-end
-if limit > 0 then
-  redis.call('HEXISTS', KEYS[5], '')
+local lanes
+if priority then
+  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
+  if redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
+    return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
+  end
+  lanes = tag .. ':lanes'
 end
 if chain then
   redis.call('HEXISTS', chain, '')
 end
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
+local lane = priority and KEYS[1] .. ':' .. priority or KEYS[1]
+-- What this call wrote so far, for takeBack.
+local valued, limited, laned
+local function takeBack(err)
+  if laned then
+    redis.call('HDEL', lanes, id)
+  end
+  if limited then
+    dropFields(KEYS[5], {id}, limited)
+  end
+  dropFields(KEYS[2], {id}, valued)
+  error(err)
+end
+valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
 if limit > 0 then
-  redis.call('HSET', KEYS[5], '', ARGV[1], id, limit)
+  local r = redis.pcall('HSET', KEYS[5], '', ARGV[1], id, limit)
+  if failed(r) then
+    takeBack(r)
+  end
+  limited = r
 end
 if priority then
-  redis.call('HSET', tag .. ':lanes', id, priority)
+  local r = redis.pcall('HSET', lanes, id, priority)
+  if failed(r) then
+    takeBack(r)
+  end
+  laned = true
 end
 if delay > 0 then
   -- TIME rounded up, so the item is never due before the delay is over.
-  redis.call('ZADD', KEYS[4], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
+  local r = redis.pcall('ZADD', KEYS[4], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
+  if failed(r) then
+    takeBack(r)
+  end
 else
-  redis.call('LPUSH', priority and KEYS[1] .. ':' .. priority or KEYS[1], id)
-  redis.call('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
+  local r = redis.pcall('LPUSH', lane, id)
+  if failed(r) then
+    takeBack(r)
+  end
+  r = redis.pcall('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
+  if failed(r) then
+    redis.call('LTRIM', lane, 1, -1)
+    takeBack(r)
+  end
 end
 if unique then
-  takeUnique(unique, id, ARGV[6])
+  takeUnique(unique, id, ARGV[6], first)
 end
 if chain then
   redis.call('HSET', chain, 'id', id, 'step', ARGV[7], 'steps', ARGV[8])
   redis.call('PEXPIRE', chain, delay + tonumber(ARGV[9]))
 end
-return {id, 0}
+return 1

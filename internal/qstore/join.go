@@ -70,6 +70,9 @@ const (
 	// (Join.Cause says why). [Store.RequeueDead] of it makes the join run
 	// on.
 	JoinFailed
+	// JoinCanceled: the join was canceled ([Store.Cancel]): its final item
+	// does not run.
+	JoinCanceled
 )
 
 func (s JoinState) String() string {
@@ -80,6 +83,8 @@ func (s JoinState) String() string {
 		return "done"
 	case JoinFailed:
 		return "failed"
+	case JoinCanceled:
+		return "canceled"
 	}
 	return "JoinState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -208,7 +213,7 @@ func (q *Store) Join(ctx context.Context, id string) (Join, error) {
 	if err := checkJoinID(id); err != nil {
 		return Join{}, err
 	}
-	keys := []string{q.k.join(id), q.k.results, q.k.values, q.k.dead, q.k.causes}
+	keys := []string{q.k.join(id), q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.canceled}
 	reply, err := joinScript.Run(ctx, q.rdb, keys, id).Slice()
 	if err != nil {
 		return Join{}, q.wrap("join", err)
@@ -233,6 +238,8 @@ func (q *Store) Join(ctx context.Context, id string) (Join, error) {
 		}
 	case 3:
 		j.State = JoinRunning
+	case 4:
+		j.State = JoinCanceled
 	case 0:
 		if total == 0 {
 			return Join{}, q.wrap("join", fmt.Errorf("%w: no join %s", ErrNotFound, id))

@@ -1,17 +1,21 @@
 -- Join: a join's progress, read only.
 -- KEYS[1]: the join's record (hash: left, total)   KEYS[2]: results (hash)
 -- KEYS[3]: values (hash)   KEYS[4]: dead (zset)   KEYS[5]: causes (hash)
+-- KEYS[6]: canceled (zset; see cancel.lua)
 -- ARGV[1]: the join's id, its final item's
 -- Returns {state, total, left, dead children, first dead child, detail}:
 -- state 1 the final item acked (detail its result), 2 a child or the
--- final item dead (detail its cause), 3 running, 0 unknown (no record, or
--- the final item's result expired).
+-- final item dead (detail its cause), 3 running, 4 canceled (its final
+-- item was), 0 unknown (no record, or the final item's result expired).
 local rec = redis.call('HMGET', KEYS[1], 'left', 'total')
 local left, total = tonumber(rec[1]), tonumber(rec[2])
 if not left or not total then
   return {0, 0, 0, 0, '', ''}
 end
 local id = ARGV[1]
+if redis.call('ZSCORE', KEYS[6], id) then
+  return {4, total, left, 0, '', ''}
+end
 if left > 0 then
   local ids = {}
   for i = 1, total do

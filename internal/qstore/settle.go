@@ -47,8 +47,8 @@ type Settlement struct {
 
 // SettleResult is queue.SettleResult: the same fields, in the same order.
 type SettleResult struct {
-	Acked, Retried, Dead int
-	Lost                 []string
+	Acked, Retried, Dead, Canceled int
+	Lost                           []string
 }
 
 // Settle is queue.Queue.Settle, and more: an ack with a [FollowUp]
@@ -148,6 +148,8 @@ func (q *Store) Settle(ctx context.Context, settlements ...Settlement) (s Settle
 				s.Retried++
 			case 3:
 				s.Dead++
+			case 4:
+				s.Canceled++
 			default:
 				s.Lost = append(s.Lost, chunk[i].Item.ID)
 			}
@@ -181,6 +183,9 @@ func (q *Store) settleOne(ctx context.Context, op string, o Settlement) error {
 	}
 	if len(s.Lost) > 0 {
 		return q.wrap(op, fmt.Errorf("%w: %s (token %s)", ErrLeaseLost, o.Item.ID, o.Item.Token))
+	}
+	if s.Canceled > 0 {
+		return q.wrap(op, fmt.Errorf("%w: %s while it ran: its outcome is dropped", ErrCanceled, o.Item.ID))
 	}
 	return nil
 }

@@ -35,7 +35,8 @@
 -- expire after the result retention. A child dead-lettered here wakes
 -- the final item's waiters, for whom the join has failed (state.lua).
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
--- for a retry, 3 dead-lettered, 0 claim no longer current (nothing done).
+-- for a retry, 3 dead-lettered, 4 canceled (cancel.lua ended its claim),
+-- 0 claim no longer current otherwise (nothing done either way).
 -- An acked result is stored as "expiry ms:token:result" in results, and
 -- "expiry ms:id" is appended to expiring, in expiry order; each call first
 -- drops up to 2 per item of the results that expired (so results cannot
@@ -209,6 +210,9 @@ for i, id in ipairs(ids) do
     if at and tonumber(at) > now and string.match(rest, '^[^:]*') == token then
       code = 1 -- this claim's ack, resent
     end
+  end
+  if code == 0 and redis.call('ZSCORE', tag .. ':canceled', id) then
+    code = 4 -- canceled while it ran (cancel.lua)
   end
   codes[i] = code
 end

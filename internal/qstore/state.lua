@@ -3,9 +3,11 @@
 -- KEYS[1]: results (hash)   KEYS[2]: values (hash)   KEYS[3]: dead (zset)
 -- KEYS[4]: causes (hash)    KEYS[5]: waiting (hash)
 -- KEYS[6]: the record of the join the item would be the final item of
+-- KEYS[7]: canceled (zset id → until when kept, ms; see cancel.lua)
 -- ARGV[1]: id
 -- Returns {1, result} acked, {2, cause} dead, {3, ''} pending, leased or
--- delayed, {0, ''} unknown (or its result expired). A join's final item
+-- delayed, {4, ''} canceled, {0, ''} unknown (or its result or cancel
+-- expired). A join's final item
 -- waiting for children of which one is dead counts as dead, with that
 -- child's cause: the join failed.
 local stored = redis.call('HGET', KEYS[1], ARGV[1])
@@ -40,5 +42,12 @@ if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
   end
   redis.call('HSET', KEYS[5], ARGV[1], '1')
   return {3, ''}
+end
+local kept = tonumber(redis.call('ZSCORE', KEYS[7], ARGV[1]))
+if kept then
+  local t = redis.call('TIME')
+  if kept > t[1] * 1000 + math.floor(t[2] / 1000) then
+    return {4, ''}
+  end
 end
 return {0, ''}

@@ -19,7 +19,12 @@ import (
 var (
 	//go:embed enqueue.lua
 	enqueueSource string
-	enqueueScript = redis.NewScript(enqueueSource)
+	enqueueScript = redis.NewScript(undoSource + enqueueSource)
+
+	// undoSource holds undoable, which the enqueue scripts write with,
+	// prepended to them.
+	//go:embed undo.lua
+	undoSource string
 
 	//go:embed depth.lua
 	depthSource string
@@ -65,6 +70,10 @@ type keys struct {
 	expiring string // list of "expiry ms:id" of results, in expiry order
 	limits   string // hash id → its own max attempts (EnqueueOptions.MaxAttempts)
 
+	// Cancels (cancel.go).
+	canceled   string // zset id → until when its canceled record is kept (ms)
+	tombstones string // set of canceled ids still in a pending or set-aside list
+
 	// Task types' limits (limits.go). The per-type keys, TAG:running:TYPE
 	// (zset id → lease deadline), TAG:starts:TYPE (zset "id:token" →
 	// claim ms) and TAG:parked:TYPE (list of ids set aside, the oldest at
@@ -88,6 +97,7 @@ type keys struct {
 	requeueKeys, purgeKeys []string
 	deadKeys, extendKeys   []string
 	settleKeys, resultKeys []string
+	cancelKeys             []string
 }
 
 func newKeys(prefix, name string) keys {
@@ -107,6 +117,9 @@ func newKeys(prefix, name string) keys {
 		results:  tag + ":results",
 		expiring: tag + ":expiring",
 		limits:   tag + ":limits",
+
+		canceled:   tag + ":canceled",
+		tombstones: tag + ":tombstones",
 
 		typeLimits: tag + ":typelimits",
 		holding:    tag + ":holding",
@@ -129,6 +142,7 @@ func newKeys(prefix, name string) keys {
 	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits, k.lanes}
 	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
+	k.cancelKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.limits, k.canceled, k.tombstones}
 	return k
 }
 
@@ -194,13 +208,11 @@ func (q *Store) checkPayload(what string, p []byte) error {
 	return nil
 }
 
-// Enqueue is queue.Queue.Enqueue.
+// Enqueue is queue.Queue.Enqueue: [Store.EnqueueWith] without options,
+// whose script spends less of Redis's time on one item than the batch's.
 func (q *Store) Enqueue(ctx context.Context, payload []byte) (string, error) {
-	ids, err := q.EnqueueBatch(ctx, [][]byte{payload})
-	if err != nil {
-		return "", err
-	}
-	return ids[0], nil
+	id, _, err := q.EnqueueWith(ctx, payload, EnqueueOptions{})
+	return id, err
 }
 
 // enqueueChunkBytes bounds the payload bytes of one script call.

@@ -7,19 +7,25 @@
 
 -- uniqueHolder returns the id a duplicate of id gets when the lock is held
 -- by another live item (it has a value in values and is not in dead), else
--- nil: a lock whose holder was acked, purged or dead-lettered is free.
+-- nil and whether the lock names the item that took it (see takeUnique):
+-- a lock whose holder was acked, purged or dead-lettered is free.
 local function uniqueHolder(lock, values, dead, id)
-  local holder = redis.call('HGET', lock, 'id')
+  local lockFields = redis.call('HMGET', lock, 'id', 'first')
+  local holder, first = lockFields[1], lockFields[2]
   if holder and holder ~= id and redis.call('HEXISTS', values, holder) == 1
       and not redis.call('ZSCORE', dead, holder) then
-    return redis.call('HGET', lock, 'first') or holder
+    return first or holder
   end
-  return nil
+  return nil, first ~= false
 end
 
--- takeUnique makes id the lock's holder for ttl ms.
-local function takeUnique(lock, id, ttl)
-  redis.call('HDEL', lock, 'first')
+-- takeUnique makes id the lock's holder for ttl ms. first says whether
+-- the lock names an item that took it (uniqueHolder's second value),
+-- which it forgets; nil: not known.
+local function takeUnique(lock, id, ttl, first)
+  if first ~= false then
+    redis.call('HDEL', lock, 'first')
+  end
   redis.call('HSET', lock, 'id', id)
   redis.call('PEXPIRE', lock, ttl)
 end

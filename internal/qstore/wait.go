@@ -18,20 +18,22 @@ var (
 
 // States of an item, as state.lua reports them.
 const (
-	stateUnknown = 0
-	stateDone    = 1
-	stateDead    = 2
-	stateLive    = 3
+	stateUnknown  = 0
+	stateDone     = 1
+	stateDead     = 2
+	stateLive     = 3
+	stateCanceled = 4
 )
 
 // Wait is queue.Queue.Wait. Of a join's id ([Store.EnqueueJoin]), it
 // waits for the final item, and returns an error wrapping [ErrDead] with
-// the cause of a child that is dead (state.lua).
+// the cause of a child that is dead (state.lua). Of a canceled item (and
+// a canceled join), it returns an error wrapping [ErrCanceled].
 func (q *Store) Wait(ctx context.Context, id string) ([]byte, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty id", ErrInvalidArgument)
 	}
-	keys := []string{q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.waiting, q.k.join(id)}
+	keys := []string{q.k.results, q.k.values, q.k.dead, q.k.causes, q.k.waiting, q.k.join(id), q.k.canceled}
 	wake := q.k.notify(id)
 	for {
 		reply, err := stateScript.Run(ctx, q.rdb, keys, id).Slice()
@@ -48,6 +50,8 @@ func (q *Store) Wait(ctx context.Context, id string) ([]byte, error) {
 			return []byte(detail), nil
 		case stateDead:
 			return nil, q.wrap("wait", fmt.Errorf("%w: %s: %s", ErrDead, id, detail))
+		case stateCanceled:
+			return nil, q.wrap("wait", fmt.Errorf("%w: %s", ErrCanceled, id))
 		case stateUnknown:
 			return nil, q.wrap("wait", fmt.Errorf("%w: no item or result %s", ErrNotFound, id))
 		case stateLive:

@@ -162,3 +162,38 @@ func TestArgsCodec(t *testing.T) {
 		t.Fatalf("Args of a gob task failed with %q", f.msg)
 	}
 }
+
+// A canceled task is not listed, though its id waits in pending for a
+// claim to drop it, and Run runs the others only.
+func TestTasksLeavesOutCanceled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, err := queue.New(taskstest.Redis(t), "q", queue.Config{Prefix: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tasks.NewClient(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, _ := tasks.Enqueue(ctx, c, "work", step{1})
+	drop, _ := tasks.Enqueue(ctx, c, "work", step{2})
+	if err := tasks.Cancel(ctx, c, drop); err != nil {
+		t.Fatal(err)
+	}
+	if got := taskstest.Tasks(t, q); len(got) != 1 || got[0].ID != keep {
+		t.Fatalf("Tasks = %+v; want %s alone", got, keep)
+	}
+	mux := tasks.NewMux()
+	var ran []int
+	if err := tasks.Handle(mux, "work", func(_ context.Context, s step) (int, error) { ran = append(ran, s.N); return s.N, nil }); err != nil {
+		t.Fatal(err)
+	}
+	job, err := mux.Job(q, jobs.DrainConfig{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := taskstest.Run(t, q, job); len(ran) != 1 || ran[0] != 1 || rep.Depth.Pending != 0 {
+		t.Fatalf("Run ran %v, left %+v; want task 1 alone", ran, rep.Depth)
+	}
+}

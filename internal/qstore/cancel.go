@@ -1,0 +1,88 @@
+package qstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed cancel.lua
+	cancelSource string
+	cancelScript = redis.NewScript(typesSource + cancelSource)
+)
+
+// Errors of a cancel, which package queue exports.
+var (
+	// ErrCanceled is what a canceled item's waiters get, and the cause of
+	// a canceled running handler's context.
+	ErrCanceled = errors.New("queue: canceled")
+	// ErrFinished: the item was acked or dead-lettered before the cancel.
+	ErrFinished = errors.New("queue: item already finished")
+)
+
+// CancelResult says what [Store.Cancel] did.
+type CancelResult struct {
+	// Canceled counts the items this call canceled: 0 when they were
+	// canceled before, up to a join's children and its final item.
+	Canceled int
+	// Running counts those of them that were leased: their handlers'
+	// contexts end when a drain running them next polls (see
+	// [Store.CanceledOf]).
+	Running int
+}
+
+// Cancel ends the item id for good in one script call, wherever it is:
+// pending (in a priority's lane, or set aside by its type's limit),
+// delayed or waiting for a retry, or leased; a chain's id cancels its
+// current step, so that no later step is enqueued; a join's id, or one of
+// its children's, cancels its children that have not finished and its
+// final item. A canceled item is never claimed again, its waiters get
+// [ErrCanceled], its unique key is free, and a settle of a claim of it
+// changes nothing (Settle counts it Canceled). Cancel is idempotent: a
+// second call returns a zero CancelResult and no error. It returns an
+// error wrapping [ErrFinished] when the item (a chain's current step, a
+// join's final item) was acked or is dead, and one wrapping
+// [ErrNotFound] when the queue holds nothing of it.
+func (q *Store) Cancel(ctx context.Context, id string) (CancelResult, error) {
+	if id == "" {
+		return CancelResult{}, fmt.Errorf("%w: empty id", ErrInvalidArgument)
+	}
+	reply, err := cancelScript.Run(ctx, q.rdb, q.k.cancelKeys, id, q.cfg.ResultRetention.Milliseconds(), notifyTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return CancelResult{}, q.wrap("cancel", err)
+	}
+	if len(reply) != 3 {
+		return CancelResult{}, q.wrap("cancel", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
+	}
+	r := CancelResult{Canceled: int(reply[1]), Running: int(reply[2])}
+	switch reply[0] {
+	case 1, 2, 3:
+		return r, nil
+	case 4:
+		return r, q.wrap("cancel", fmt.Errorf("%w: %s was acked", ErrFinished, id))
+	case 5:
+		return r, q.wrap("cancel", fmt.Errorf("%w: %s is dead", ErrFinished, id))
+	}
+	return r, q.wrap("cancel", fmt.Errorf("%w: no item %s", ErrNotFound, id))
+}
+
+// CanceledOf returns which of ids (at most BatchMax) are canceled, in
+// one read: a drain asks it of the items its handlers run.
+func (q *Store) CanceledOf(ctx context.Context, ids []string) ([]bool, error) {
+	if err := checkCount("canceled ids", len(ids)); err != nil {
+		return nil, err
+	}
+	scores, err := q.rdb.ZMScore(ctx, q.k.canceled, ids...).Result()
+	if err != nil {
+		return nil, q.wrap("canceled", err)
+	}
+	out := make([]bool, len(ids))
+	for i, s := range scores {
+		out[i] = s != 0
+	}
+	return out, nil
+}
