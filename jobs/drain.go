@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/worksteal/worksteal/internal/drainhook"
@@ -151,6 +152,10 @@ type drainJob struct {
 	handler drainhook.Handler
 	cfg     DrainConfig
 	name    string
+	// itemMean is the mean handler time, ns, smoothed over slices: with
+	// handlers side by side, a slice's first batch claims what they
+	// finish in its budget, not a whole Batch to hand most of it back.
+	itemMean atomic.Int64
 }
 
 func (j *drainJob) Name() string { return j.name }
@@ -199,9 +204,12 @@ func (s *drainSlice) meanItem() time.Duration {
 func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	s := &drainSlice{rtt: rttFloor}
 	limit := batchLimit(ctx, j.cfg.MaxBatches)
+	defer j.learn(s)
 	for b := 0; b < limit; b++ {
 		n := j.cfg.Batch
-		if b > 0 {
+		if b == 0 {
+			n = j.firstFit(ctx)
+		} else {
 			if n = j.fit(ctx, s); n == 0 || s.yielded {
 				break // More stays as the last batch left it
 			}
@@ -241,6 +249,32 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		return s.report, j.wrap(s.panicked)
 	}
 	return s.report, nil
+}
+
+// firstFit is the first batch's size: a whole Batch, or with handlers
+// side by side and their time known from earlier slices, as many as they
+// finish in the budget, and at least one for each handler.
+func (j *drainJob) firstFit(ctx context.Context) int {
+	mean := time.Duration(j.itemMean.Load())
+	left, ok := remaining(ctx)
+	if j.cfg.Concurrency == 1 || mean <= 0 || !ok {
+		return j.cfg.Batch
+	}
+	waves := max(int64((left-3*rttFloor)/mean), 1)
+	return int(min(int64(j.cfg.Batch), waves*int64(j.cfg.Concurrency)))
+}
+
+// learn smooths the slice's mean handler time into the job's.
+func (j *drainJob) learn(s *drainSlice) {
+	mean := s.meanItem()
+	if mean <= 0 {
+		return
+	}
+	old := time.Duration(j.itemMean.Load())
+	if old > 0 {
+		mean = old + (mean-old)/4
+	}
+	j.itemMean.Store(int64(mean))
 }
 
 // followed reports whether an ack of outcomes enqueued an item.
