@@ -206,13 +206,11 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	limit := batchLimit(ctx, j.cfg.MaxBatches)
 	defer j.learn(s)
 	for b := 0; b < limit; b++ {
-		n := j.cfg.Batch
+		var n int
 		if b == 0 {
 			n = j.firstFit(ctx)
-		} else {
-			if n = j.fit(ctx, s); n == 0 || s.yielded {
-				break // More stays as the last batch left it
-			}
+		} else if n = j.fit(ctx, s); n == 0 || s.yielded {
+			break // More stays as the last batch left it
 		}
 		if err := ctx.Err(); err != nil {
 			return s.report, j.wrap(err)
