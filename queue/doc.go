@@ -132,7 +132,8 @@
 //	…:values    hash id → payload
 //	…:attempts  hash id → claims so far; while leased, the claim token
 //	            "attempt-number" (so one lookup gives both)
-//	…:ready     hash id → when it last became pending (ms)
+//	…:ready     hash id → when it last became pending (ms), unless that
+//	            was its enqueue: an id starts with its making's ms
 //	…:causes    hash id → why it last failed
 //	…:waiting   hash id → 1 while a Wait may block on it
 //	…:seq       counter of claims (one number per Claim call)
@@ -195,8 +196,9 @@
 // a whole list or set. Inside the scripts, per item, Lua makes no number
 // into a string (its tostring is slower than most Redis commands here) and
 // every structure is read and written with one bulk command per batch.
-// Ids are 128 random bits made by the caller's process, not by a Redis
-// counter, so an Enqueue script call that the client resends after a lost
-// reply adds nothing twice. Requires Redis 6.2 or later (BLMOVE); the
+// Ids are 128 bits made by the caller's process, not by a Redis counter,
+// so an Enqueue script call that the client resends after a lost reply
+// adds nothing twice: the time in ms (48 bits), which is a fresh item's
+// ready time, so that an enqueue writes none, and 80 random bits. Requires Redis 6.2 or later (BLMOVE); the
 // scripts also run on miniredis, for the example service.
 package queue

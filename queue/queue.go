@@ -89,7 +89,10 @@ type Depth struct {
 	Parked int64
 	// OldestPending is how long the item next in line has waited since it
 	// last became pending (enqueued, promoted, recovered from an expired
-	// lease or requeued); 0 when nothing is pending.
+	// lease or requeued); 0 when nothing is pending. The time of an
+	// enqueue is the enqueuing process's clock (it is in the item's id),
+	// the others are Redis's: a clock ahead of Redis's reads as a shorter
+	// wait, never below 0.
 	OldestPending time.Duration
 }
 

@@ -16,11 +16,11 @@ import (
 var (
 	//go:embed admin_list.lua
 	adminListSource string
-	adminListScript = redis.NewScript(adminListSource)
+	adminListScript = redis.NewScript(readyAtSource + adminListSource)
 
 	//go:embed admin_item.lua
 	adminItemSource string
-	adminItemScript = redis.NewScript(adminItemSource)
+	adminItemScript = redis.NewScript(readyAtSource + adminItemSource)
 
 	//go:embed admin_requeue.lua
 	adminRequeueSource string

@@ -23,7 +23,7 @@ else
     if s then
       state, at = 4, tonumber(s)
     elseif redis.call('HEXISTS', KEYS[1], id) == 1 then
-      state, at = 1, tonumber(redis.call('HGET', KEYS[7], id)) or -1
+      state, at = 1, readyAt(KEYS[7], id) or -1
     end
   end
 end

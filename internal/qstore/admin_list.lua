@@ -47,7 +47,7 @@ if state == 'pending' then
     end
   end
   for i, id in ipairs(ids) do
-    at[i] = tonumber(redis.call('HGET', KEYS[8], id)) or -1
+    at[i] = readyAt(KEYS[8], id) or -1
   end
 else
   local key = KEYS[2]

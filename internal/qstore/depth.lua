@@ -33,7 +33,7 @@ end
 for _, list in ipairs(lists) do
   local head = redis.call('LINDEX', list, -1)
   if head then
-    local since = tonumber(redis.call('HGET', KEYS[5], head))
+    local since = readyAt(KEYS[5], head)
     if since then
       wait = math.max(wait, now - since, 0)
     end

@@ -30,7 +30,7 @@ func TestBatchKeysLeaveListpackEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, want := range map[string]string{
-		q.k.values: "hashtable", q.k.ready: "hashtable", q.k.attempts: "hashtable",
+		q.k.values: "hashtable", q.k.attempts: "hashtable",
 		q.k.results: "hashtable", q.k.leases: "skiplist",
 	} {
 		if got, err := rdb.ObjectEncoding(ctx, key).Result(); got != want || err != nil {

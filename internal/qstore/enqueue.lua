@@ -2,10 +2,10 @@
 -- a delay, to delayed, all due at once; each with an attempt limit of its
 -- own when one is given. An id that already has a value is left alone, so
 -- a resent call adds nothing twice.
--- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: ready (hash)
--- KEYS[4]: delayed (zset)   KEYS[5]: limits (hash)
+-- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
+-- KEYS[4]: limits (hash)
 -- ARGV[1]: the encoding pin (see encodingPin in store.go), stored as the
--- field "" of values and ready (and of limits, with a limit)
+-- field "" of values (and of limits, with a limit)
 -- ARGV[2]: delay in ms (0: pending at once)
 -- ARGV[3]: max attempts of every item (0: the queue's)
 -- ARGV[4]: the items' priority ('' or 'default': none), which must have a
@@ -14,7 +14,7 @@
 -- Returns the number of items added. A key of the wrong type fails the
 -- call with nothing written: values is read before the first write, and
 -- the writes that may still fail take back the ones before them (see
--- undo.lua).
+-- undo.lua). A pending item's ready time is its id's (see readyat.lua).
 local delay, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 local asked = {}
 for i = 5, #ARGV, 2 do
@@ -42,7 +42,6 @@ end
 if #ids == 0 then
   return 0
 end
-local t = redis.call('TIME')
 local lane = priority and KEYS[1] .. ':' .. priority or KEYS[1]
 -- What this call wrote so far, for takeBack.
 local valued, limited, laned
@@ -51,7 +50,7 @@ local function takeBack(err)
     redis.call('HDEL', lanes, unpack(ids))
   end
   if limited then
-    dropFields(KEYS[5], ids, limited)
+    dropFields(KEYS[4], ids, limited)
   end
   dropFields(KEYS[2], ids, valued)
   error(err)
@@ -63,7 +62,7 @@ if limit > 0 then
     limits[#limits + 1] = id
     limits[#limits + 1] = ARGV[3]
   end
-  local r = redis.pcall('HSET', KEYS[5], unpack(limits))
+  local r = redis.pcall('HSET', KEYS[4], unpack(limits))
   if failed(r) then
     takeBack(r)
   end
@@ -83,31 +82,20 @@ if priority then
 end
 if delay > 0 then
   -- TIME rounded up, so no item is due before the delay is over.
+  local t = redis.call('TIME')
   local due = t[1] * 1000 + math.ceil(t[2] / 1000) + delay
   local scored = {}
   for _, id in ipairs(ids) do
     scored[#scored + 1] = due
     scored[#scored + 1] = id
   end
-  local r = redis.pcall('ZADD', KEYS[4], unpack(scored))
+  local r = redis.pcall('ZADD', KEYS[3], unpack(scored))
   if failed(r) then
     takeBack(r)
   end
 else
   local r = redis.pcall('LPUSH', lane, unpack(ids))
   if failed(r) then
-    takeBack(r)
-  end
-  -- A string, made once: Lua turns a number into a string slowly.
-  local now = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
-  local ready = {'', ARGV[1]}
-  for _, id in ipairs(ids) do
-    ready[#ready + 1] = id
-    ready[#ready + 1] = now
-  end
-  r = redis.pcall('HSET', KEYS[3], unpack(ready))
-  if failed(r) then
-    redis.call('LTRIM', lane, #ids, -1)
     takeBack(r)
   end
 end

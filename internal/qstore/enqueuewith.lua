@@ -1,16 +1,16 @@
 -- EnqueueWith: add one item with options: due later (in delayed rather
 -- than pending), with an attempt limit of its own, under a unique key.
--- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: ready (hash)
--- KEYS[4]: delayed (zset)   KEYS[5]: limits (hash)   KEYS[6]: dead (zset)
--- KEYS[7]: the unique key's lock (see unique.lua), with a unique key only
+-- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
+-- KEYS[4]: limits (hash)    KEYS[5]: dead (zset)
+-- KEYS[6]: the unique key's lock (see unique.lua), with a unique key only
 -- KEYS[#KEYS]: the chain's record (a hash: id, step, steps; see
 -- Store.Chain), with a chain step only
 -- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
--- values, ready and limits
+-- values and limits
 -- ARGV[2]: id   ARGV[3]: payload
 -- ARGV[4]: delay in ms (0: pending at once)
 -- ARGV[5]: max attempts (0: the queue's)
--- ARGV[6]: the unique key's lifetime in ms (with KEYS[7]; 0: no key)
+-- ARGV[6]: the unique key's lifetime in ms (with KEYS[6]; 0: no key)
 -- ARGV[7]: the item's step in its chain ('': none)   ARGV[8]: the chain's
 -- steps   ARGV[9]: how long the record outlives the item's due time, ms
 -- ARGV[10]: the item's priority ('', 'default' or absent: none), which
@@ -24,26 +24,40 @@
 -- and the unique key's lock are read before the first write, a chain's
 -- record (whose old fields could not be brought back) is checked, and
 -- the writes that may still fail take back the ones before them (see
--- undo.lua).
+-- undo.lua). A pending item's ready time is its id's (see readyat.lua).
 local id = ARGV[2]
+local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local unique = tonumber(ARGV[6]) > 0 and KEYS[6]
+local chain = (ARGV[7] or '') ~= '' and KEYS[#KEYS]
+local priority = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
+if delay == 0 and limit == 0 and not unique and not chain and not priority then
+  -- The common case, in two commands: HSET's count of new fields is 0
+  -- only when the id (and the pin) had values already.
+  local added = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
+  if added == 0 then
+    return 0
+  end
+  local r = redis.pcall('LPUSH', KEYS[1], id)
+  if failed(r) then
+    dropFields(KEYS[2], {id}, added)
+    error(r)
+  end
+  return 1
+end
 if redis.call('HEXISTS', KEYS[2], id) == 1 then
   return 0
 end
-local unique = tonumber(ARGV[6]) > 0 and KEYS[7]
-local chain = (ARGV[7] or '') ~= '' and KEYS[#KEYS]
-if chain and #KEYS ~= (unique and 8 or 7) then
+if chain and #KEYS ~= (unique and 7 or 6) then
   return redis.error_reply('ERR enqueue: a chain step without its record key')
 end
 local first
 if unique then
   local holder
-  holder, first = uniqueHolder(unique, KEYS[2], KEYS[6], id)
+  holder, first = uniqueHolder(unique, KEYS[2], KEYS[5], id)
   if holder then
     return holder
   end
 end
-local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
-local priority = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
 local lanes
 if priority then
   local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
@@ -55,7 +69,6 @@ end
 if chain then
   redis.call('HEXISTS', chain, '')
 end
-local t = redis.call('TIME')
 local lane = priority and KEYS[1] .. ':' .. priority or KEYS[1]
 -- What this call wrote so far, for takeBack.
 local valued, limited, laned
@@ -64,14 +77,14 @@ local function takeBack(err)
     redis.call('HDEL', lanes, id)
   end
   if limited then
-    dropFields(KEYS[5], {id}, limited)
+    dropFields(KEYS[4], {id}, limited)
   end
   dropFields(KEYS[2], {id}, valued)
   error(err)
 end
 valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
 if limit > 0 then
-  local r = redis.pcall('HSET', KEYS[5], '', ARGV[1], id, limit)
+  local r = redis.pcall('HSET', KEYS[4], '', ARGV[1], id, limit)
   if failed(r) then
     takeBack(r)
   end
@@ -86,18 +99,14 @@ if priority then
 end
 if delay > 0 then
   -- TIME rounded up, so the item is never due before the delay is over.
-  local r = redis.pcall('ZADD', KEYS[4], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
+  local t = redis.call('TIME')
+  local r = redis.pcall('ZADD', KEYS[3], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
   if failed(r) then
     takeBack(r)
   end
 else
   local r = redis.pcall('LPUSH', lane, id)
   if failed(r) then
-    takeBack(r)
-  end
-  r = redis.pcall('HSET', KEYS[3], '', ARGV[1], id, t[1] * 1000 + math.floor(t[2] / 1000))
-  if failed(r) then
-    redis.call('LTRIM', lane, 1, -1)
     takeBack(r)
   end
 end
