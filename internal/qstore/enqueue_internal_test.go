@@ -2,9 +2,13 @@ package qstore
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
 )
@@ -79,4 +83,47 @@ func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	if after, _ := rdb.HLen(ctx, q.k.values).Result(); after != before {
 		t.Fatalf("values went from %d to %d on a failed call", before, after)
 	}
+}
+
+// Without a unique key, the write of the value is what tells a resent
+// call: each option's resend adds nothing, to any structure.
+func TestEnqueueWithResentWithoutUniqueAddsNothing(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	for _, opts := range []EnqueueOptions{{}, {Delay: time.Hour}, {MaxAttempts: 3}, {Priority: "high"}, {Chain: ChainStep{ID: "c", Step: 1, Steps: 2}}} {
+		q := testStore(rdb, fmt.Sprintf("resent-%+v", opts), Config{})
+		if err := q.SetPriorities(ctx, map[string]int{"high": 2}); err != nil {
+			t.Fatal(err)
+		}
+		id, _, err := q.EnqueueWith(ctx, []byte("p"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := dumpKeys(t, rdb, q.k.tag)
+		keys, args := q.enqueueWithCall(id, []byte("p"), opts)
+		if n, err := enqueueWithScript.Run(ctx, rdb, keys, args...).Int(); n != 0 || err != nil {
+			t.Fatalf("%+v: the resend = %d, %v; want 0", opts, n, err)
+		}
+		if after := dumpKeys(t, rdb, q.k.tag); !maps.Equal(after, before) {
+			t.Fatalf("%+v: the resend changed the queue:\nbefore %v\nafter  %v", opts, before, after)
+		}
+	}
+}
+
+// dumpKeys is every key under tag with its DUMP.
+func dumpKeys(t *testing.T, rdb *redis.Client, tag string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, tag+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		if out[k], err = rdb.Dump(ctx, k).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

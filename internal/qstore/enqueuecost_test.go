@@ -50,21 +50,21 @@ func enqueueVariants() []enqueueVariant {
 			return err
 		}, map[string]int64{"hset": 1, "lpush": 1}, pending},
 		{"EnqueueWith+delay", with(func(int) qstore.EnqueueOptions { return qstore.EnqueueOptions{Delay: time.Hour} }),
-			map[string]int64{"hexists": 1, "time": 1, "hset": 1, "zadd": 1}, []string{":values", ":delayed"}},
+			map[string]int64{"time": 1, "hset": 1, "zadd": 1}, []string{":values", ":delayed"}},
 		{"EnqueueWith+attempts", with(func(int) qstore.EnqueueOptions { return qstore.EnqueueOptions{MaxAttempts: 3} }),
-			map[string]int64{"hexists": 1, "hset": 2, "lpush": 1}, append(pending, ":limits")},
+			map[string]int64{"hset": 2, "lpush": 1}, append(pending, ":limits")},
 		{"EnqueueWith+priority", with(func(int) qstore.EnqueueOptions { return qstore.EnqueueOptions{Priority: "high"} }),
-			map[string]int64{"hexists": 2, "hset": 2, "lpush": 1}, []string{":values", ":lanes", ":pending:high"}},
+			map[string]int64{"hexists": 1, "hset": 2, "lpush": 1}, []string{":values", ":lanes", ":pending:high"}},
 		{"EnqueueWith+unique", with(func(i int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{Unique: fmt.Sprint("u", i), UniqueFor: time.Hour}
 		}), map[string]int64{"hexists": 1, "hmget": 1, "hset": 2, "lpush": 1, "pexpire": 1}, pending},
 		{"EnqueueWith+attempts+priority", with(func(int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{MaxAttempts: 3, Priority: "high"}
-		}), map[string]int64{"hexists": 2, "hset": 3, "lpush": 1},
+		}), map[string]int64{"hexists": 1, "hset": 3, "lpush": 1},
 			[]string{":values", ":limits", ":lanes", ":pending:high"}},
 		{"EnqueueWith+chain", with(func(int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{Chain: qstore.ChainStep{ID: "c", Step: 1, Steps: 2}}
-		}), map[string]int64{"hexists": 2, "hset": 2, "lpush": 1, "pexpire": 1},
+		}), map[string]int64{"hexists": 1, "hset": 2, "lpush": 1, "pexpire": 1},
 			append(pending, ":chain:c")},
 		{"EnqueueBatch-1", batch(1, qstore.EnqueueOptions{}),
 			map[string]int64{"hmget": 1, "hset": 1, "lpush": 1}, pending},

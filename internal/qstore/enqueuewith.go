@@ -93,26 +93,8 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 	if err := q.Check(payload, opts); err != nil {
 		return "", false, err
 	}
-	keys := q.k.enqueueWithKeys
-	if opts.Unique != "" {
-		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
-	}
 	id = newID()
-	step, steps := "", 0
-	if !opts.Chain.isZero() {
-		chain := cmp.Or(opts.Chain.ID, id)
-		keys = append(keys[:len(keys):len(keys)], q.k.chain(chain))
-		step, steps = strconv.Itoa(opts.Chain.Step), opts.Chain.Steps
-	}
-	args := []any{encodingPin, id, payload, ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor)}
-	// The script takes a chain's and a priority's arguments as '' or 0
-	// when they are left out: fewer to send and for Redis to read.
-	if step != "" || opts.Priority != "" {
-		args = append(args, step, steps, q.cfg.ResultRetention.Milliseconds())
-	}
-	if opts.Priority != "" {
-		args = append(args, opts.Priority)
-	}
+	keys, args := q.enqueueWithCall(id, payload, opts)
 	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
 		return "", false, q.wrap("enqueue", priorityErr(err, opts.Priority))
@@ -131,4 +113,29 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 	default:
 		return "", false, q.wrap("enqueue", fmt.Errorf("%w: %T", errUnexpectedScript, reply))
 	}
+}
+
+// enqueueWithCall is the script call's keys and arguments that enqueue
+// payload as id with opts.
+func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (keys []string, args []any) {
+	keys = q.k.enqueueWithKeys
+	if opts.Unique != "" {
+		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+	}
+	step, steps := "", 0
+	if !opts.Chain.isZero() {
+		chain := cmp.Or(opts.Chain.ID, id)
+		keys = append(keys[:len(keys):len(keys)], q.k.chain(chain))
+		step, steps = strconv.Itoa(opts.Chain.Step), opts.Chain.Steps
+	}
+	args = []any{encodingPin, id, payload, ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor)}
+	// The script takes a chain's and a priority's arguments as '' or 0
+	// when they are left out: fewer to send and for Redis to read.
+	if step != "" || opts.Priority != "" {
+		args = append(args, step, steps, q.cfg.ResultRetention.Milliseconds())
+	}
+	if opts.Priority != "" {
+		args = append(args, opts.Priority)
+	}
+	return keys, args
 }

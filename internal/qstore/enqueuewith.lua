@@ -21,7 +21,7 @@
 -- (a resent call: nothing is added twice); the holder's id when the
 -- unique key is held by another live item (uniqueHolder), adding nothing.
 -- A key of the wrong type fails the call with nothing written: values
--- and the unique key's lock are read before the first write, a chain's
+-- is the first write, the unique key's lock is read before it, a chain's
 -- record (whose old fields could not be brought back) is checked, and
 -- the writes that may still fail take back the ones before them (see
 -- undo.lua). A pending item's ready time is its id's (see readyat.lua).
@@ -30,28 +30,15 @@ local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
 local unique = tonumber(ARGV[6]) > 0 and KEYS[6]
 local chain = (ARGV[7] or '') ~= '' and KEYS[#KEYS]
 local priority = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
-if delay == 0 and limit == 0 and not unique and not chain and not priority then
-  -- The common case, in two commands: HSET's count of new fields is 0
-  -- only when the id (and the pin) had values already.
-  local added = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
-  if added == 0 then
-    return 0
-  end
-  local r = redis.pcall('LPUSH', KEYS[1], id)
-  if failed(r) then
-    dropFields(KEYS[2], {id}, added)
-    error(r)
-  end
-  return 1
-end
-if redis.call('HEXISTS', KEYS[2], id) == 1 then
-  return 0
-end
 if chain and #KEYS ~= (unique and 7 or 6) then
   return redis.error_reply('ERR enqueue: a chain step without its record key')
 end
 local first
 if unique then
+  -- Before the holder is read: a resent call finds its own item there.
+  if redis.call('HEXISTS', KEYS[2], id) == 1 then
+    return 0
+  end
   local holder
   holder, first = uniqueHolder(unique, KEYS[2], KEYS[5], id)
   if holder then
@@ -82,7 +69,12 @@ local function takeBack(err)
   dropFields(KEYS[2], {id}, valued)
   error(err)
 end
+-- HSET's count of new fields is 0 only when the id (and the pin) had
+-- values already: a resent call, which adds nothing twice.
 valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
+if valued == 0 then
+  return 0
+end
 if limit > 0 then
   local r = redis.pcall('HSET', KEYS[4], '', ARGV[1], id, limit)
   if failed(r) then
