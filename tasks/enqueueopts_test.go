@@ -221,7 +221,9 @@ func TestEnqueueWithOptionsIsOneRoundTrip(t *testing.T) {
 	rt := &redistest.RoundTrips{}
 	rdb.AddHook(rt)
 	b := setup(t, rdb, fastRetries)
-	mustEnqueue(t, b.client, "add", addArgs{}) // dial, load the script
+	// Dial, and load the scripts: one with a unique key, one without.
+	mustEnqueue(t, b.client, "add", addArgs{})
+	mustEnqueueWith(t, b.client, "add", addArgs{}, tasks.Unique("warm", time.Minute))
 	for _, opts := range [][]tasks.EnqueueOption{
 		nil,
 		{tasks.Delay(time.Minute), tasks.Attempts(2), tasks.Unique("k", time.Minute)},

@@ -56,7 +56,7 @@ func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
 	id := newID()
 	for i, delay := range []int{0, 0, 5000} { // the third resend differs: still nothing new
-		added, err := enqueueWithScript.Run(ctx, rdb, keys, encodingPin, id, "p", delay, 3, 60000).Int()
+		added, err := enqueueUniqueScript.Run(ctx, rdb, keys, encodingPin, id, "p", delay, 3, 60000).Int()
 		want := 0 // a resend
 		if i == 0 {
 			want = 1
@@ -101,8 +101,8 @@ func TestEnqueueWithResentWithoutUniqueAddsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := dumpKeys(t, rdb, q.k.tag)
-		keys, args := q.enqueueWithCall(id, []byte("p"), opts)
-		if n, err := enqueueWithScript.Run(ctx, rdb, keys, args...).Int(); n != 0 || err != nil {
+		script, keys, args := q.enqueueWithCall(id, []byte("p"), opts)
+		if n, err := script.Run(ctx, rdb, keys, args...).Int(); n != 0 || err != nil {
 			t.Fatalf("%+v: the resend = %d, %v; want 0", opts, n, err)
 		}
 		if after := dumpKeys(t, rdb, q.k.tag); !maps.Equal(after, before) {

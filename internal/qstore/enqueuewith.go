@@ -19,7 +19,11 @@ var (
 
 	//go:embed enqueuewith.lua
 	enqueueWithSource string
-	enqueueWithScript = redis.NewScript(uniqueSource + undoSource + enqueueWithSource)
+	// Two scripts of one source: the unique key's functions only where
+	// they are called, since Redis makes a script's functions anew on
+	// every call (a tenth of a delayed enqueue's Redis time).
+	enqueueWithScript   = redis.NewScript(undoSource + enqueueWithSource)
+	enqueueUniqueScript = redis.NewScript(uniqueSource + undoSource + enqueueWithSource)
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
@@ -94,8 +98,8 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 		return "", false, err
 	}
 	id = newID()
-	keys, args := q.enqueueWithCall(id, payload, opts)
-	reply, err := enqueueWithScript.Run(ctx, q.rdb, keys, args...).Result()
+	script, keys, args := q.enqueueWithCall(id, payload, opts)
+	reply, err := script.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
 		return "", false, q.wrap("enqueue", priorityErr(err, opts.Priority))
 	}
@@ -115,12 +119,12 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 	}
 }
 
-// enqueueWithCall is the script call's keys and arguments that enqueue
-// payload as id with opts.
-func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (keys []string, args []any) {
-	keys = q.k.enqueueWithKeys
+// enqueueWithCall is the script call, its keys and its arguments that
+// enqueue payload as id with opts.
+func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (script *redis.Script, keys []string, args []any) {
+	script, keys = enqueueWithScript, q.k.enqueueWithKeys
 	if opts.Unique != "" {
-		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+		script, keys = enqueueUniqueScript, append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 	}
 	step, steps := "", 0
 	if !opts.Chain.isZero() {
@@ -137,5 +141,5 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 	if opts.Priority != "" {
 		args = append(args, opts.Priority)
 	}
-	return keys, args
+	return script, keys, args
 }
