@@ -366,13 +366,16 @@ func TestEnqueueWithRejectsBadInput(t *testing.T) {
 
 // A unique, delayed enqueue with its own limit is one round trip: one
 // script call, once the connection is up and the script loaded (the very
-// first call also sends the script after EVALSHA's NOSCRIPT).
+// first call also sends the script after EVALSHA's NOSCRIPT: one with a
+// unique key, one without).
 func TestEnqueueWithIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	b, rt := setupCounted(t, queue.Config{})
 	ctx := testContext(t)
-	if _, _, err := b.q.EnqueueWith(ctx, []byte("warm"), queue.EnqueueOptions{}); err != nil {
-		t.Fatal(err)
+	for _, warm := range []queue.EnqueueOptions{{}, {Unique: "warm", UniqueFor: time.Minute}} {
+		if _, _, err := b.q.EnqueueWith(ctx, []byte("warm"), warm); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, opts := range []queue.EnqueueOptions{
 		{},
