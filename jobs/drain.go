@@ -236,6 +236,7 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	}
 	cur, claims := first.next, 1
 	var handled []qstore.Settlement // the previous batch's outcomes, not yet settled
+	var pending *settleCall         // a settle left under way by the last step
 	for {
 		ahead := 0
 		if claims < limit && cur.full {
@@ -249,6 +250,18 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		outcomes := j.handle(ctx, s, cur.items, cur.leaseEnd)
 		stepping.Wait()
 		s.absorb(st)
+		// A settle goes on while the next batch is claimed and handled:
+		// Redis then always has a call to run. At most two are under way.
+		done := pending.wait()
+		s.absorb(done)
+		st.err = errors.Join(done.err, st.err)
+		pending = st.later
+		if st.err != nil || st.next == nil || len(outcomes) < len(cur.items) {
+			done := pending.wait()
+			s.absorb(done)
+			st.err = errors.Join(st.err, done.err)
+			pending = nil
+		}
 		last := cur
 		if st.next != nil {
 			claims++
@@ -291,9 +304,12 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		}
 		st = j.step(ctx, outcomes, n)
 		s.absorb(st)
+		pending = st.later
 		if st.err != nil {
+			done := pending.wait()
+			s.absorb(done)
 			s.report.More = true
-			return s.report, j.wrap(st.err)
+			return s.report, j.wrap(errors.Join(st.err, done.err))
 		}
 		cur, handled, claims = st.next, nil, claims+1
 	}
@@ -307,38 +323,59 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 type stepResult struct {
 	settled int
 	next    *drainBatch // nil when no claim was made
+	later   *settleCall // the settle, when it goes on after the claim
 	rtt     time.Duration
 	err     error
+}
+
+// settleCall is a settle under way.
+type settleCall struct {
+	done sync.WaitGroup
+	r    stepResult
+}
+
+func (j *drainJob) settleLater(ctx context.Context, outcomes []qstore.Settlement) *settleCall {
+	c := &settleCall{}
+	c.done.Go(func() {
+		began := time.Now()
+		c.r.settled, c.r.err = j.settle(ctx, outcomes)
+		c.r.rtt = time.Since(began)
+	})
+	return c
+}
+
+// wait waits for the settle and returns what it did; nothing for nil.
+func (c *settleCall) wait() stepResult {
+	if c == nil {
+		return stepResult{}
+	}
+	c.done.Wait()
+	return c.r
 }
 
 // step settles outcomes and claims a batch of n items unless n is 0. The
 // claim goes after the settle when the settle enqueues follow-ups, so
 // that it takes them (see Run); otherwise both go at once, so that Redis
-// runs one while this process sends or reads the other. It leaves s
-// alone, since handlers use it meanwhile: Run absorbs the result.
+// runs one while this process sends or reads the other, and the settle
+// is left under way (later). It leaves s alone, since handlers use it
+// meanwhile: Run absorbs the result.
 func (j *drainJob) step(ctx context.Context, outcomes []qstore.Settlement, n int) (r stepResult) {
-	var settling sync.WaitGroup
-	var settleRTT time.Duration
-	var settleErr error
 	if len(outcomes) > 0 {
-		settle := func() {
-			began := time.Now()
-			r.settled, settleErr = j.settle(ctx, outcomes)
-			settleRTT = time.Since(began)
-		}
-		if n == 0 || followed(outcomes) {
-			settle()
-			if settleErr != nil {
-				return stepResult{settled: r.settled, rtt: settleRTT, err: settleErr}
-			}
+		if n > 0 && !followed(outcomes) {
+			r.later = j.settleLater(ctx, outcomes)
 		} else {
-			settling.Go(settle)
+			began := time.Now()
+			r.settled, r.err = j.settle(ctx, outcomes)
+			r.rtt = time.Since(began)
+			if r.err != nil {
+				return r
+			}
 		}
 	}
 	if n > 0 {
 		began := time.Now()
 		claimed, err := j.claim(ctx, n)
-		r.rtt = time.Since(began)
+		r.rtt = max(r.rtt, time.Since(began))
 		if r.err = err; err == nil {
 			r.next = &drainBatch{
 				items:    claimed.Items,
@@ -347,9 +384,6 @@ func (j *drainJob) step(ctx context.Context, outcomes []qstore.Settlement, n int
 			}
 		}
 	}
-	settling.Wait()
-	r.rtt = max(r.rtt, settleRTT)
-	r.err = errors.Join(settleErr, r.err)
 	return r
 }
 
