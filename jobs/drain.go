@@ -220,8 +220,9 @@ type drainBatch struct {
 
 // Run works in batches, and overlaps Redis's work with the handlers':
 // while one batch is handled, the previous one is settled and, when the
-// budget left fits more, the next one claimed, in that order, so that
-// the claim takes the follow-ups the settle enqueued.
+// budget left fits more, the next one claimed. The claim goes after the
+// settle when the settle enqueues follow-ups, so that it takes them;
+// otherwise the settle may go on while the next batch is handled.
 func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	s := &drainSlice{rtt: rttFloor}
 	defer j.learn(s)
@@ -294,8 +295,9 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 			cur, handled = st.next, outcomes
 			continue
 		}
-		// The queue was short of a batch, but a chain's next step, enqueued
-		// by its ack, is claimed at once: the settle before the claim.
+		// No batch was claimed ahead (the item time was unknown, or the
+		// budget seemed short), or the queue was short of a batch but a
+		// chain's next step, enqueued by an ack, is claimed at once.
 		if err := ctx.Err(); err != nil {
 			settled, _, ferr := j.finish(ctx, outcomes, nil)
 			s.report.Items += settled
@@ -334,6 +336,7 @@ type settleCall struct {
 	r    stepResult
 }
 
+// settleLater starts settling outcomes, and returns at once.
 func (j *drainJob) settleLater(ctx context.Context, outcomes []qstore.Settlement) *settleCall {
 	c := &settleCall{}
 	c.done.Go(func() {
