@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,9 +55,13 @@ const (
 
 // Drain returns the job that works q off in slices: it claims a batch,
 // runs handler on its items, up to cfg.Concurrency at once, and acks the
-// results and nacks the failures in one [queue.Queue.Settle]. A slice's
-// Items counts the items settled; More says that the queue still had
-// items when it stopped, or that more may be due or expired.
+// results and nacks the failures in one [queue.Queue.Settle]. Redis works
+// while the handlers do: a batch is settled while the next one is
+// handled, and the one after is claimed meanwhile when the budget left
+// fits it. Items whose mean time is a few microseconds run one after
+// another, as handing each to a goroutine of its own would cost more. A
+// slice's Items counts the items settled; More says that the queue still
+// had items when it stopped, or that more may be due or expired.
 //
 // Drain maintains its queue: each claim first brings back, in the same
 // script call, the delayed items that are due (retries after their
@@ -201,52 +206,194 @@ func (s *drainSlice) meanItem() time.Duration {
 	return s.busy / time.Duration(s.done)
 }
 
+// drainBatch is the items of one claim.
+type drainBatch struct {
+	items []qstore.Item
+	// full: the claim leased all it asked for, or said more may be due.
+	full bool
+	// leaseEnd is when the items' leases end, by this process's clock: the
+	// leases began no earlier than the claim was sent (claim.lua rounds
+	// Redis's TIME up), so counted from then the end is never later than
+	// Redis's, whatever the skew.
+	leaseEnd time.Time
+}
+
+// Run works in batches, and overlaps Redis's work with the handlers':
+// while one batch is handled, the previous one is settled and, when the
+// budget left fits more, the next one claimed. The claim goes after the
+// settle when the settle enqueues follow-ups, so that it takes them;
+// otherwise the settle may go on while the next batch is handled.
 func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 	s := &drainSlice{rtt: rttFloor}
-	limit := batchLimit(ctx, j.cfg.MaxBatches)
 	defer j.learn(s)
-	for b := 0; b < limit; b++ {
-		var n int
-		if b == 0 {
-			n = j.firstFit(ctx)
-		} else if n = j.fit(ctx, s); n == 0 || s.yielded {
-			break // More stays as the last batch left it
+	if err := ctx.Err(); err != nil {
+		return s.report, j.wrap(err)
+	}
+	limit := batchLimit(ctx, j.cfg.MaxBatches)
+	first := j.step(ctx, nil, j.firstFit(ctx))
+	s.absorb(first)
+	if first.err != nil {
+		return s.report, j.wrap(first.err)
+	}
+	cur, claims := first.next, 1
+	var handled []qstore.Settlement // the previous batch's outcomes, not yet settled
+	var pending *settleCall         // a settle left under way by the last step
+	for {
+		ahead := 0
+		if claims < limit && cur.full {
+			ahead = j.ahead(ctx, s, len(cur.items))
 		}
-		if err := ctx.Err(); err != nil {
-			return s.report, j.wrap(err)
+		var st stepResult
+		var stepping sync.WaitGroup
+		if len(handled) > 0 || ahead > 0 {
+			stepping.Go(func() { st = j.step(ctx, handled, ahead) })
 		}
-		began := time.Now()
-		claimed, err := j.claim(ctx, n)
-		s.rtt = max(s.rtt, time.Since(began))
-		if err != nil {
-			return s.report, j.wrap(err)
+		outcomes := j.handle(ctx, s, cur.items, cur.leaseEnd)
+		stepping.Wait()
+		s.absorb(st)
+		// A settle goes on while the next batch is claimed and handled:
+		// Redis then always has a call to run. At most two are under way.
+		done := pending.wait()
+		s.absorb(done)
+		st.err = errors.Join(done.err, st.err)
+		pending = st.later
+		if st.err != nil || st.next == nil || len(outcomes) < len(cur.items) {
+			done := pending.wait()
+			s.absorb(done)
+			st.err = errors.Join(st.err, done.err)
+			pending = nil
 		}
-		items := claimed.Items
-		// The leases began no earlier than the claim was sent (claim.lua
-		// rounds Redis's TIME up): counted from then on this process's
-		// clock, the end is never later than Redis's, whatever the skew.
-		leaseEnd := began.Add(j.q.Config().Lease)
-		outcomes := j.handle(ctx, s, items, leaseEnd)
-		finishing := time.Now()
-		settled, released, err := j.finish(ctx, outcomes, items[len(outcomes):])
-		s.rtt = max(s.rtt, time.Since(finishing))
-		s.report.Items += settled
-		// The claim's maintenance stopped at its bound: more may be due
-		// or expired, though few items were pending (they may have gone
-		// to the dead letters, or be claimed by the next batch).
-		s.report.More = len(items) == n || released > 0 || claimed.More
-		if err != nil {
-			return s.report, j.wrap(err)
+		last := cur
+		if st.next != nil {
+			claims++
+			last = st.next
 		}
-		// A chain's next step, enqueued by its ack, is claimed at once.
-		if len(items) < n && !claimed.More && !followed(outcomes) || len(outcomes) < len(items) {
+		n := 0 // the next claim's size, when none was made ahead
+		if st.err == nil && st.next == nil && len(outcomes) == len(cur.items) && claims < limit &&
+			(cur.full || followed(outcomes)) && !s.yielded {
+			n = j.fit(ctx, s)
+		}
+		if st.err != nil || st.next == nil && n == 0 || len(outcomes) < len(cur.items) {
+			// The end: the last outcomes settled, what was not started
+			// handed back, at once.
+			unstarted := cur.items[len(outcomes):]
+			if st.next != nil {
+				unstarted = append(slices.Clip(unstarted), st.next.items...)
+			}
+			settled, released, err := j.finish(ctx, outcomes, unstarted)
+			s.report.Items += settled
+			// The claim's maintenance stopped at its bound: more may be due
+			// or expired, though few items were pending (they may have gone
+			// to the dead letters, or be claimed by the next batch).
+			s.report.More = last.full || released > 0
+			if err = errors.Join(st.err, err); err != nil {
+				return s.report, j.wrap(err)
+			}
 			break
 		}
+		if st.next != nil {
+			cur, handled = st.next, outcomes
+			continue
+		}
+		// No batch was claimed ahead (the item time was unknown, or the
+		// budget seemed short), or the queue was short of a batch but a
+		// chain's next step, enqueued by an ack, is claimed at once.
+		if err := ctx.Err(); err != nil {
+			settled, _, ferr := j.finish(ctx, outcomes, nil)
+			s.report.Items += settled
+			s.report.More = true
+			return s.report, j.wrap(errors.Join(err, ferr))
+		}
+		st = j.step(ctx, outcomes, n)
+		s.absorb(st)
+		pending = st.later
+		if st.err != nil {
+			done := pending.wait()
+			s.absorb(done)
+			s.report.More = true
+			return s.report, j.wrap(errors.Join(st.err, done.err))
+		}
+		cur, handled, claims = st.next, nil, claims+1
 	}
 	if s.panicked != nil {
 		return s.report, j.wrap(s.panicked)
 	}
 	return s.report, nil
+}
+
+// stepResult is what a step did.
+type stepResult struct {
+	settled int
+	next    *drainBatch // nil when no claim was made
+	later   *settleCall // the settle, when it goes on after the claim
+	rtt     time.Duration
+	err     error
+}
+
+// settleCall is a settle under way.
+type settleCall struct {
+	done sync.WaitGroup
+	r    stepResult
+}
+
+// settleLater starts settling outcomes, and returns at once.
+func (j *drainJob) settleLater(ctx context.Context, outcomes []qstore.Settlement) *settleCall {
+	c := &settleCall{}
+	c.done.Go(func() {
+		began := time.Now()
+		c.r.settled, c.r.err = j.settle(ctx, outcomes)
+		c.r.rtt = time.Since(began)
+	})
+	return c
+}
+
+// wait waits for the settle and returns what it did; nothing for nil.
+func (c *settleCall) wait() stepResult {
+	if c == nil {
+		return stepResult{}
+	}
+	c.done.Wait()
+	return c.r
+}
+
+// step settles outcomes and claims a batch of n items unless n is 0. The
+// claim goes after the settle when the settle enqueues follow-ups, so
+// that it takes them (see Run); otherwise both go at once, so that Redis
+// runs one while this process sends or reads the other, and the settle
+// is left under way (later). It leaves s alone, since handlers use it
+// meanwhile: Run absorbs the result.
+func (j *drainJob) step(ctx context.Context, outcomes []qstore.Settlement, n int) (r stepResult) {
+	if len(outcomes) > 0 {
+		if n > 0 && !followed(outcomes) {
+			r.later = j.settleLater(ctx, outcomes)
+		} else {
+			began := time.Now()
+			r.settled, r.err = j.settle(ctx, outcomes)
+			r.rtt = time.Since(began)
+			if r.err != nil {
+				return r
+			}
+		}
+	}
+	if n > 0 {
+		began := time.Now()
+		claimed, err := j.claim(ctx, n)
+		r.rtt = max(r.rtt, time.Since(began))
+		if r.err = err; err == nil {
+			r.next = &drainBatch{
+				items:    claimed.Items,
+				full:     len(claimed.Items) == n || claimed.More,
+				leaseEnd: began.Add(j.q.Config().Lease),
+			}
+		}
+	}
+	return r
+}
+
+// absorb counts a step's settled items and round trips in s.
+func (s *drainSlice) absorb(r stepResult) {
+	s.report.Items += r.settled
+	s.rtt = max(s.rtt, r.rtt)
 }
 
 // firstFit is the first batch's size: a whole Batch, or with handlers
@@ -294,8 +441,29 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 	if !ok {
 		return j.cfg.Batch
 	}
-	avail := left - 3*s.rtt
-	mean := max(s.meanItem(), time.Microsecond)
+	return j.fitIn(left-3*s.rtt, max(s.meanItem(), time.Microsecond))
+}
+
+// ahead is how many items to claim while a batch of handling items is
+// handled: as fit, in the budget left after them; 0 while the time of an
+// item is unknown (neither this slice nor earlier ones measured one), or
+// without a deadline.
+func (j *drainJob) ahead(ctx context.Context, s *drainSlice, handling int) int {
+	mean := s.meanItem()
+	if mean <= 0 {
+		mean = time.Duration(j.itemMean.Load())
+	}
+	left, ok := remaining(ctx)
+	if mean <= 0 || !ok {
+		return 0
+	}
+	waves := (handling + j.cfg.Concurrency - 1) / j.cfg.Concurrency
+	return j.fitIn(left-time.Duration(waves)*mean-3*s.rtt, max(mean, time.Microsecond))
+}
+
+// fitIn is how many items of mean time Concurrency handlers finish in
+// avail, at most Batch.
+func (j *drainJob) fitIn(avail, mean time.Duration) int {
 	if avail < mean {
 		return 0
 	}
@@ -318,7 +486,10 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 		return nil
 	}
 	outcomes := make([]qstore.Settlement, len(items))
-	hctx := context.WithoutCancel(ctx)
+	// One deadline for the batch's handlers: its items share a lease, and
+	// the margin changes only between batches.
+	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), leaseEnd.Add(-j.leaseMargin(s)))
+	defer cancel()
 	var (
 		mu      sync.Mutex // guards s and next
 		next    int        // items[:next] are started
@@ -341,12 +512,10 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 	work := func() {
 		for i := take(); i >= 0; i = take() {
 			it := items[i]
-			ictx, cancel := context.WithDeadline(hctx, leaseEnd.Add(-j.leaseMargin(s)))
-			ictx = watch.track(ictx, i)
+			ictx := watch.track(hctx, i)
 			began := time.Now()
 			result, follow, err := j.call(ictx, s, &mu, it)
 			watch.untrack(i)
-			cancel()
 			took := time.Since(began)
 			mu.Lock()
 			s.busy += took
@@ -356,7 +525,7 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 			outcomes[i] = qstore.Settlement{Item: it, Result: result, FollowUp: follow, Err: err}
 		}
 	}
-	if workers := min(j.cfg.Concurrency, len(items)); workers <= 1 {
+	if workers := j.workers(s, len(items)); workers <= 1 {
 		work()
 	} else {
 		var wg sync.WaitGroup
@@ -366,6 +535,28 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 		wg.Wait()
 	}
 	return outcomes[:next]
+}
+
+// tinyItem is the mean item time below which a batch's handlers run one
+// after another on the slice's goroutine: handing each item to another
+// goroutine would cost more than the item, and waits so short gain
+// nothing from overlapping.
+const tinyItem = 20 * time.Microsecond
+
+// workers is how many goroutines handle a batch of n items: up to
+// Concurrency, or one when the items are known to be tiny (their mean,
+// in this slice or else in earlier ones, below tinyItem, and none in this
+// slice slower than a millisecond), so that a slow one soon brings the
+// handlers back side by side.
+func (j *drainJob) workers(s *drainSlice, n int) int {
+	mean := s.meanItem()
+	if mean <= 0 {
+		mean = time.Duration(j.itemMean.Load())
+	}
+	if mean > 0 && mean < tinyItem && s.slowest < time.Millisecond {
+		return 1
+	}
+	return min(j.cfg.Concurrency, n)
 }
 
 // mayStart reports whether the slice may start another item: its budget
@@ -437,19 +628,25 @@ func (j *drainJob) finish(ctx context.Context, outcomes []qstore.Settlement, uns
 		})
 	}
 	if len(outcomes) > 0 {
-		rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
-		var st qstore.SettleResult
-		st, settleErr = j.q.Settle(rctx, outcomes...)
-		cancel()
-		settled = st.Acked + st.Retried + st.Dead
-		if len(st.Lost) > 0 && settleErr == nil {
-			// Not silent: the dashboards should show handled work thrown away.
-			settleErr = fmt.Errorf("%w: %d of %d items' leases ended before they were settled (is the queue's Lease shorter than a batch?)",
-				queue.ErrLeaseLost, len(st.Lost), len(outcomes))
-		}
+		settled, settleErr = j.settle(ctx, outcomes)
 	}
 	releasing.Wait()
 	return settled, released, errors.Join(settleErr, releaseErr)
+}
+
+// settle acks and nacks outcomes in one call, and returns how many it
+// settled.
+func (j *drainJob) settle(ctx context.Context, outcomes []qstore.Settlement) (int, error) {
+	rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+	defer cancel()
+	st, err := j.q.Settle(rctx, outcomes...)
+	settled := st.Acked + st.Retried + st.Dead
+	if len(st.Lost) > 0 && err == nil {
+		// Not silent: the dashboards should show handled work thrown away.
+		err = fmt.Errorf("%w: %d of %d items' leases ended before they were settled (is the queue's Lease shorter than a batch?)",
+			queue.ErrLeaseLost, len(st.Lost), len(outcomes))
+	}
+	return settled, err
 }
 
 func (j *drainJob) wrap(err error) error { return fmt.Errorf("jobs: %s: %w", j.name, err) }
