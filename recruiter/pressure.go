@@ -36,6 +36,13 @@ const (
 	// this long since it last passed the gate here runs anyway, so sustained
 	// load postpones maintenance, never stops it.
 	pressureMaxDelay = 10 * time.Second
+	// pressureHoldMin is the first hold of a job whose slice left its
+	// process busy; each such slice in a row doubles it, up to
+	// pressureMaxDelay.
+	pressureHoldMin = 100 * time.Millisecond
+	// pressureJudgeWithin is how soon after a slice's end a reading must
+	// come to judge the slice.
+	pressureJudgeWithin = time.Second
 )
 
 // pressureGate is the process's verdict, shared by its jobs. It is safe for
@@ -48,6 +55,11 @@ type pressureGate struct {
 	mu      sync.Mutex   // held by the one caller reading the runtime
 	next    atomic.Int64 // unix ns before which the verdict stands
 	verdict atomic.Bool  // busy
+	// judged is the latest reading that had enough events to judge: its
+	// unix ns, the lowest bit set if it read busy (one word, so that the
+	// time and the verdict are read together); 0 if none yet.
+	judged atomic.Int64
+	busyAt atomic.Int64 // unix ns of the latest reading that judged the process busy; 0 if none
 }
 
 // newPressureGate makes the gate for a validated config: off for a
@@ -71,18 +83,59 @@ func (g *pressureGate) busy(now time.Time) bool {
 	}
 	defer g.mu.Unlock()
 	if now.UnixNano() >= g.next.Load() {
-		p99, ok := g.read()
-		g.verdict.Store(ok && p99 >= g.threshold)
-		g.next.Store(now.Add(pressureInterval).UnixNano())
+		g.take(now)
 	}
 	return g.verdict.Load()
 }
 
+// readNow reads the runtime now, whatever the cached verdict's age: at
+// the end of a slice, so that the slice is judged by the window it ran in.
+// A window too short to judge (ok false) changes nothing: the verdict
+// and the next reading stand.
+func (g *pressureGate) readNow(now time.Time) (busy, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p99, ok := g.read()
+	if ok {
+		g.judge(now, p99 >= g.threshold)
+	}
+	return ok && p99 >= g.threshold, ok
+}
+
+// take is the reading due at now; the caller holds g.mu. Too few events
+// to judge read as calm: the process is close to idle.
+func (g *pressureGate) take(now time.Time) {
+	p99, ok := g.read()
+	if ok {
+		g.judge(now, p99 >= g.threshold)
+		return
+	}
+	g.verdict.Store(false)
+	g.next.Store(now.Add(pressureInterval).UnixNano())
+}
+
+// judge records a reading that had enough events; the caller holds g.mu.
+func (g *pressureGate) judge(now time.Time, busy bool) {
+	g.verdict.Store(busy)
+	judged := now.UnixNano() &^ 1
+	if busy {
+		judged |= 1
+	}
+	g.judged.Store(judged)
+	if busy {
+		g.busyAt.Store(now.UnixNano())
+	}
+	g.next.Store(now.Add(pressureInterval).UnixNano())
+}
+
 // pressed is the gate in admit: it reports whether pressure holds e's
-// slice back now, and counts it. The first hold starts e's clock; past
+// slice back now, the process's or the hold its own last slices earned
+// (weigh), and counts it. The first hold starts e's clock; past
 // pressureMaxDelay the slice goes through, and the clock restarts.
 func (r *Recruiter) pressed(e *entry, now time.Time) bool {
-	if r.pressure.busy(now) {
+	busy := r.pressure.busy(now)
+	r.weighEnded(e, now)
+	if busy || now.UnixNano() < e.pressureHeldUntil.Load() {
 		passed := e.pressurePassed.Load()
 		if passed == 0 {
 			e.pressurePassed.CompareAndSwap(0, now.UnixNano())
@@ -95,6 +148,65 @@ func (r *Recruiter) pressed(e *entry, now time.Time) bool {
 	}
 	e.pressurePassed.Store(now.UnixNano())
 	return false
+}
+
+// sliceEnded is called at the end of each slice of e that ran, begun at
+// began. A slice during which the gate read busy (and, like a drain's,
+// perhaps yielded) left its process busy; otherwise the gate reads the
+// process afresh, and the slice is weighed by that reading or, if its
+// window had too few events to judge, by the first later one that has
+// enough (weighEnded, in admit).
+func (r *Recruiter) sliceEnded(e *entry, began, now time.Time) {
+	if r.pressure.threshold == 0 {
+		return
+	}
+	if r.pressure.busyAt.Load() >= began.UnixNano() {
+		e.pressureEnded.Store(0)
+		r.weigh(e, true, now)
+		return
+	}
+	if busy, ok := r.pressure.readNow(now); ok {
+		e.pressureEnded.Store(0)
+		r.weigh(e, busy, now)
+		return
+	}
+	e.pressureEnded.Store(now.UnixNano())
+}
+
+// weighEnded weighs e's last slice if a reading has judged the process
+// since it ended, soon enough to be the slice's doing.
+func (r *Recruiter) weighEnded(e *entry, now time.Time) {
+	ended := e.pressureEnded.Load()
+	if ended == 0 {
+		return
+	}
+	judged := r.pressure.judged.Load()
+	at := judged &^ 1
+	if at <= ended || !e.pressureEnded.CompareAndSwap(ended, 0) || at-ended > int64(pressureJudgeWithin) {
+		return
+	}
+	r.weigh(e, judged&1 == 1, now)
+}
+
+// weigh takes in whether e's last slice left its process busy. The gate
+// alone lets a slice that burns CPU start whenever the process is calm,
+// which the slice itself then ends: the process's requests wait behind
+// it, the gate closes until they catch up, opens again, and the cycle
+// repeats as long as the job has work. So a slice that leaves its process
+// busy holds its job back for a while, twice as long after each such
+// slice in a row; one that leaves it calm halves the hold. A job whose
+// slices do not weigh on the process is never held; nor is one whose
+// process reads too few events to judge (near idle), whose hold stands
+// until a reading does.
+func (r *Recruiter) weigh(e *entry, busy bool, now time.Time) {
+	hold := time.Duration(e.pressureHold.Load())
+	if busy {
+		hold = min(max(2*hold, pressureHoldMin), pressureMaxDelay)
+		e.pressureHeldUntil.Store(now.Add(hold).UnixNano())
+	} else if hold /= 2; hold < pressureHoldMin {
+		hold = 0
+	}
+	e.pressureHold.Store(int64(hold))
 }
 
 // schedLatency reads the Go scheduler's latency histogram and gives the
