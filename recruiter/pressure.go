@@ -43,6 +43,10 @@ const (
 	// pressureJudgeWithin is how soon after a slice's end a reading must
 	// come to judge the slice.
 	pressureJudgeWithin = time.Second
+	// pressureCrowdedWindow is the longest window of a busy reading that
+	// counts as crowded: 100 sampled events in 500ms are 1,600 scheduling
+	// events a second, a few hundred requests' worth.
+	pressureCrowdedWindow = 500 * time.Millisecond
 )
 
 // pressureGate is the process's verdict, shared by its jobs. It is safe for
@@ -56,10 +60,14 @@ type pressureGate struct {
 	next    atomic.Int64 // unix ns before which the verdict stands
 	verdict atomic.Bool  // busy
 	// judged is the latest reading that had enough events to judge: its
-	// unix ns, the lowest bit set if it read busy (one word, so that the
-	// time and the verdict are read together); 0 if none yet.
-	judged atomic.Int64
-	busyAt atomic.Int64 // unix ns of the latest reading that judged the process busy; 0 if none
+	// unix ns, the lowest bit set if it read crowded (one word, so that the
+	// time and the verdict are read together); 0 if none yet. Crowded is
+	// busy over a window of at most pressureCrowdedWindow: a process with
+	// that many events is serving requests, whose latency a slice's hold
+	// protects; one whose slices alone make it busy, at low traffic, has
+	// few requests to protect and work to do.
+	judged    atomic.Int64
+	crowdedAt atomic.Int64 // unix ns of the latest reading that judged the process crowded; 0 if none
 }
 
 // newPressureGate makes the gate for a validated config: off for a
@@ -90,16 +98,16 @@ func (g *pressureGate) busy(now time.Time) bool {
 
 // readNow reads the runtime now, whatever the cached verdict's age: at
 // the end of a slice, so that the slice is judged by the window it ran in.
-// A window too short to judge (ok false) changes nothing: the verdict
-// and the next reading stand.
-func (g *pressureGate) readNow(now time.Time) (busy, ok bool) {
+// It reports whether the process is crowded; a window too short to judge
+// (ok false) changes nothing: the verdict and the next reading stand.
+func (g *pressureGate) readNow(now time.Time) (crowded, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p99, ok := g.read()
-	if ok {
-		g.judge(now, p99 >= g.threshold)
+	if !ok {
+		return false, false
 	}
-	return ok && p99 >= g.threshold, ok
+	return g.judge(now, p99 >= g.threshold), true
 }
 
 // take is the reading due at now; the caller holds g.mu. Too few events
@@ -114,18 +122,20 @@ func (g *pressureGate) take(now time.Time) {
 	g.next.Store(now.Add(pressureInterval).UnixNano())
 }
 
-// judge records a reading that had enough events; the caller holds g.mu.
-func (g *pressureGate) judge(now time.Time, busy bool) {
+// judge records a reading that had enough events, and reports whether
+// it reads crowded; the caller holds g.mu.
+func (g *pressureGate) judge(now time.Time, busy bool) (crowded bool) {
 	g.verdict.Store(busy)
+	previous := g.judged.Load() &^ 1
+	crowded = busy && previous != 0 && now.UnixNano()-previous <= int64(pressureCrowdedWindow)
 	judged := now.UnixNano() &^ 1
-	if busy {
+	if crowded {
 		judged |= 1
+		g.crowdedAt.Store(now.UnixNano())
 	}
 	g.judged.Store(judged)
-	if busy {
-		g.busyAt.Store(now.UnixNano())
-	}
 	g.next.Store(now.Add(pressureInterval).UnixNano())
+	return crowded
 }
 
 // pressed is the gate in admit: it reports whether pressure holds e's
@@ -151,8 +161,8 @@ func (r *Recruiter) pressed(e *entry, now time.Time) bool {
 }
 
 // sliceEnded is called at the end of each slice of e that ran, begun at
-// began. A slice during which the gate read busy (and, like a drain's,
-// perhaps yielded) left its process busy; otherwise the gate reads the
+// began. A slice during which the gate read crowded (and, like a drain's,
+// perhaps yielded) left its process so; otherwise the gate reads the
 // process afresh, and the slice is weighed by that reading or, if its
 // window had too few events to judge, by the first later one that has
 // enough (weighEnded, in admit).
@@ -160,14 +170,14 @@ func (r *Recruiter) sliceEnded(e *entry, began, now time.Time) {
 	if r.pressure.threshold == 0 {
 		return
 	}
-	if r.pressure.busyAt.Load() >= began.UnixNano() {
+	if r.pressure.crowdedAt.Load() >= began.UnixNano() {
 		e.pressureEnded.Store(0)
 		r.weigh(e, true, now)
 		return
 	}
-	if busy, ok := r.pressure.readNow(now); ok {
+	if crowded, ok := r.pressure.readNow(now); ok {
 		e.pressureEnded.Store(0)
-		r.weigh(e, busy, now)
+		r.weigh(e, crowded, now)
 		return
 	}
 	e.pressureEnded.Store(now.UnixNano())
@@ -188,19 +198,18 @@ func (r *Recruiter) weighEnded(e *entry, now time.Time) {
 	r.weigh(e, judged&1 == 1, now)
 }
 
-// weigh takes in whether e's last slice left its process busy. The gate
+// weigh takes in whether e's last slice left its process crowded. The gate
 // alone lets a slice that burns CPU start whenever the process is calm,
 // which the slice itself then ends: the process's requests wait behind
 // it, the gate closes until they catch up, opens again, and the cycle
 // repeats as long as the job has work. So a slice that leaves its process
-// busy holds its job back for a while, twice as long after each such
-// slice in a row; one that leaves it calm halves the hold. A job whose
-// slices do not weigh on the process is never held; nor is one whose
-// process reads too few events to judge (near idle), whose hold stands
-// until a reading does.
-func (r *Recruiter) weigh(e *entry, busy bool, now time.Time) {
+// crowded holds its job back for a while, twice as long after each such
+// slice in a row; any other halves the hold. A job whose slices do not
+// weigh on the process is never held; nor is one whose process reads too
+// few events to judge (near idle), whose hold stands until a reading does.
+func (r *Recruiter) weigh(e *entry, crowded bool, now time.Time) {
 	hold := time.Duration(e.pressureHold.Load())
-	if busy {
+	if crowded {
 		hold = min(max(2*hold, pressureHoldMin), pressureMaxDelay)
 		e.pressureHeldUntil.Store(now.Add(hold).UnixNano())
 	} else if hold /= 2; hold < pressureHoldMin {

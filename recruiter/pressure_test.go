@@ -21,12 +21,25 @@ type fakePressure struct {
 	reads atomic.Int32
 	// tooFew makes the next reading too short to judge (ok false).
 	tooFew atomic.Bool
+	// sparse, if set, is a quiet process's clock: a reading judges only
+	// once sparseWindow has passed since the last one that did.
+	sparse     func() time.Time
+	lastJudged time.Time
 }
+
+const sparseWindow = 600 * time.Millisecond
 
 func (f *fakePressure) set(d time.Duration) { f.p99.Store(int64(d)) }
 
 func (f *fakePressure) read() (time.Duration, bool) {
 	f.reads.Add(1)
+	if f.sparse != nil {
+		now := f.sparse()
+		if now.Sub(f.lastJudged) < sparseWindow {
+			return 0, false
+		}
+		f.lastJudged = now
+	}
 	return time.Duration(f.p99.Load()), !f.tooFew.Swap(false)
 }
 
@@ -212,6 +225,28 @@ func TestPressureJudgesASliceByALaterReading(t *testing.T) {
 		if gaps[i] != w {
 			t.Fatalf("gap %d is %v, want %v (gaps %v)", i, gaps[i], w, gaps)
 		}
+	}
+}
+
+// TestPressureSparesAQuietProcess: in a process with few scheduling
+// events (few requests), a reading judges only over a long window; a job
+// whose slices make it read busy there is held back by the gate's
+// verdict alone, never by a growing hold: its work is most of what the
+// process does.
+func TestPressureSparesAQuietProcess(t *testing.T) {
+	t.Parallel()
+	p := setupPressure(t, recruiter.Config{})
+	p.pressure.sparse = p.clock.Now // the gate and the test share the one goroutine: inline
+	p.duringRun = func() { p.pressure.set(5 * time.Millisecond) }
+	const step, steps = 10 * time.Millisecond, 600
+	for range steps {
+		p.rec.Enlist(context.Background())
+		p.clock.Advance(step)
+	}
+	// Each judging reading, every 600ms, reads busy and holds the job back
+	// for its 100ms: about 10 of every 60 enlistments.
+	if runs, want := p.runs.Load(), int32(steps*4/5); runs < want {
+		t.Fatalf("%d of %d enlistments ran, want at least %d: a hold grew in a quiet process (stats %+v)", runs, steps, want, jobStats(t, p.rec, "chore"))
 	}
 }
 
