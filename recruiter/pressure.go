@@ -60,12 +60,14 @@ type pressureGate struct {
 	next    atomic.Int64 // unix ns before which the verdict stands
 	verdict atomic.Bool  // busy
 	// judged is the latest reading that had enough events to judge: its
-	// unix ns, the lowest bit set if it read crowded (one word, so that the
-	// time and the verdict are read together); 0 if none yet. Crowded is
-	// busy over a window of at most pressureCrowdedWindow: a process with
-	// that many events is serving requests, whose latency a slice's hold
-	// protects; one whose slices alone make it busy, at low traffic, has
-	// few requests to protect and work to do.
+	// unix ns, bit 0 set if it read busy and bit 1 if its window was
+	// dense (one word, so that the time and the verdicts are read
+	// together); 0 if none yet. A dense window is at most
+	// pressureCrowdedWindow long: a process with that many events is
+	// serving requests, whose latency a slice's hold protects; one whose
+	// slices alone make it busy, at low traffic, has few requests to
+	// protect and work to do, and its readings say nothing of the hold.
+	// Crowded is busy over a dense window.
 	judged    atomic.Int64
 	crowdedAt atomic.Int64 // unix ns of the latest reading that judged the process crowded; 0 if none
 }
@@ -98,16 +100,16 @@ func (g *pressureGate) busy(now time.Time) bool {
 
 // readNow reads the runtime now, whatever the cached verdict's age: at
 // the end of a slice, so that the slice is judged by the window it ran in.
-// It reports whether the process is crowded; a window too short to judge
-// (ok false) changes nothing: the verdict and the next reading stand.
-func (g *pressureGate) readNow(now time.Time) (crowded, ok bool) {
+// It returns the reading's judged word (0 if its window had too few
+// events to judge: then the verdict and the next reading stand).
+func (g *pressureGate) readNow(now time.Time) int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p99, ok := g.read()
 	if !ok {
-		return false, false
+		return 0
 	}
-	return g.judge(now, p99 >= g.threshold), true
+	return g.judge(now, p99 >= g.threshold)
 }
 
 // take is the reading due at now; the caller holds g.mu. Too few events
@@ -122,21 +124,32 @@ func (g *pressureGate) take(now time.Time) {
 	g.next.Store(now.Add(pressureInterval).UnixNano())
 }
 
-// judge records a reading that had enough events, and reports whether
-// it reads crowded; the caller holds g.mu.
-func (g *pressureGate) judge(now time.Time, busy bool) (crowded bool) {
+// judge records a reading that had enough events and returns its judged
+// word; the caller holds g.mu.
+func (g *pressureGate) judge(now time.Time, busy bool) (judged int64) {
 	g.verdict.Store(busy)
-	previous := g.judged.Load() &^ 1
-	crowded = busy && previous != 0 && now.UnixNano()-previous <= int64(pressureCrowdedWindow)
-	judged := now.UnixNano() &^ 1
-	if crowded {
-		judged |= 1
+	previous := g.judged.Load() &^ judgedBits
+	judged = now.UnixNano() &^ judgedBits
+	if previous != 0 && judged-previous <= int64(pressureCrowdedWindow) {
+		judged |= judgedDense
+	}
+	if busy {
+		judged |= judgedBusy
+	}
+	if judged&judgedBits == judgedBits {
 		g.crowdedAt.Store(now.UnixNano())
 	}
 	g.judged.Store(judged)
 	g.next.Store(now.Add(pressureInterval).UnixNano())
-	return crowded
+	return judged
 }
+
+// The low bits of pressureGate.judged.
+const (
+	judgedBusy  = 1
+	judgedDense = 2
+	judgedBits  = judgedBusy | judgedDense
+)
 
 // pressed is the gate in admit: it reports whether pressure holds e's
 // slice back now, the process's or the hold its own last slices earned
@@ -175,12 +188,20 @@ func (r *Recruiter) sliceEnded(e *entry, began, now time.Time) {
 		r.weigh(e, true, now)
 		return
 	}
-	if crowded, ok := r.pressure.readNow(now); ok {
+	if judged := r.pressure.readNow(now); judged != 0 {
 		e.pressureEnded.Store(0)
-		r.weigh(e, crowded, now)
+		r.weighJudged(e, judged, now)
 		return
 	}
 	e.pressureEnded.Store(now.UnixNano())
+}
+
+// weighJudged weighs e's last slice by a reading's judged word: a reading
+// over a window that was not dense says nothing of it.
+func (r *Recruiter) weighJudged(e *entry, judged int64, now time.Time) {
+	if judged&judgedDense != 0 {
+		r.weigh(e, judged&judgedBusy != 0, now)
+	}
 }
 
 // weighEnded weighs e's last slice if a reading has judged the process
@@ -191,11 +212,11 @@ func (r *Recruiter) weighEnded(e *entry, now time.Time) {
 		return
 	}
 	judged := r.pressure.judged.Load()
-	at := judged &^ 1
+	at := judged &^ judgedBits
 	if at <= ended || !e.pressureEnded.CompareAndSwap(ended, 0) || at-ended > int64(pressureJudgeWithin) {
 		return
 	}
-	r.weigh(e, judged&1 == 1, now)
+	r.weighJudged(e, judged, now)
 }
 
 // weigh takes in whether e's last slice left its process crowded. The gate
@@ -204,9 +225,10 @@ func (r *Recruiter) weighEnded(e *entry, now time.Time) {
 // it, the gate closes until they catch up, opens again, and the cycle
 // repeats as long as the job has work. So a slice that leaves its process
 // crowded holds its job back for a while, twice as long after each such
-// slice in a row; any other halves the hold. A job whose slices do not
-// weigh on the process is never held; nor is one whose process reads too
-// few events to judge (near idle), whose hold stands until a reading does.
+// slice in a row; one that leaves it calm, with events as dense, halves
+// the hold. A job whose slices do not weigh on the process is never held;
+// in a process with few events (low traffic), the hold stands as it is
+// until traffic returns.
 func (r *Recruiter) weigh(e *entry, crowded bool, now time.Time) {
 	hold := time.Duration(e.pressureHold.Load())
 	if crowded {
