@@ -30,6 +30,8 @@ const (
 	// tasksBacklog outlasts a run: a process burns at most a quarter of
 	// its time in a backlog, 125 tasks of 2 ms a second.
 	tasksBacklog = 1000
+	// tasksWait is how long a task of the "waiting" variant waits.
+	tasksWait = 50 * time.Millisecond
 )
 
 // burnArgs is a task of the burn type: its number, to tell tasks apart.
@@ -43,28 +45,34 @@ var burnTask = tasks.Define[burnArgs, struct{}]("burn")
 type burner struct {
 	c       *tasks.Client
 	q       *queue.Queue
-	burning atomic.Bool
+	burning atomic.Bool // the backlog's tasks do their work, not no-ops
 	mu      sync.Mutex
 	next    int
 }
 
 // registerTasks registers the typed-task job, paced by Every alone, with
-// concurrency handlers at once (0: Drain's default), and serves /backlog
-// and /idle on mux.
-func registerTasks(rec *recruiter.Recruiter, q *queue.Queue, w *worker, cpu time.Duration, concurrency int, mux *http.ServeMux) error {
-	iters := calibrateBurn(cpu)
+// f.taskConc handlers at once (0: Drain's default), each task burning
+// f.taskCPU or, with f.taskWait, waiting that long, and serves /backlog and
+// /idle on mux.
+func registerTasks(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f serviceFlags, mux *http.ServeMux) error {
+	iters := calibrateBurn(f.taskCPU)
 	tm := tasks.NewMux()
 	b := &burner{q: q}
-	if err := burnTask.Handle(tm, func(context.Context, burnArgs) (struct{}, error) {
-		if b.burning.Load() {
-			burn(iters)
-			w.processed.Add(1)
+	if err := burnTask.Handle(tm, func(ctx context.Context, _ burnArgs) (struct{}, error) {
+		if !b.burning.Load() {
+			return struct{}{}, nil
 		}
+		if f.taskWait > 0 {
+			wait(ctx, f.taskWait)
+		} else {
+			burn(iters)
+		}
+		w.processed.Add(1)
 		return struct{}{}, nil
 	}); err != nil {
 		return err
 	}
-	job, err := tm.Job(q, jobs.DrainConfig{Concurrency: concurrency})
+	job, err := tm.Job(q, jobs.DrainConfig{Concurrency: f.taskConc})
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,8 @@ func (v variant) topOnly() bool {
 	return slices.ContainsFunc(gateTwins, func(t [3]string) bool { return t[1] == v.Key || t[2] == v.Key })
 }
 
-// variants: "none" first, the control second and "bg-0.01" fourth (the
-// progress line reads them by place).
+// variants: "none" first and the control second (the progress line and
+// the ratios read them by place).
 var variants = []variant{
 	{"none", "no middleware", []string{"-mw", "none"}},
 	// The same as "none" in a second process: its ratio to "none" is the
@@ -42,6 +42,9 @@ var variants = []variant{
 	// The same with one handler at a time, as DrainConfig advises for
 	// handlers that burn CPU (its default, 32, suits handlers that wait).
 	{"tasks-c1", "tasks, automatic pace, 2 ms CPU each, backlog, Concurrency 1", []string{"-mw", "tasks", "-task-concurrency", "1"}},
+	// Tasks that wait (I/O-bound: a call to another service) rather than
+	// burn: stolen work that should cost requests nothing.
+	{"tasks-wait", "tasks, automatic pace, 50 ms waiting each, backlog", []string{"-mw", "tasks", "-task-wait", tasksWait.String()}},
 	// Every row above runs with the pressure gate at its default; these
 	// are their twins without it, at the saturating rate, where it acts.
 	{"bg-0.01-nogate", "fixed rate 0.01, background, pressure gate off", []string{"-mw", "job", "-rate", "0.01", "-pressure", "-1ns"}},
@@ -55,7 +58,7 @@ var variants = []variant{
 
 // gateTwins groups each variant (the gate at its default) with its twins
 // without the gate and with a stricter one, run at the saturating rate only.
-var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}, {"tasks-c1", "tasks-c1-nogate", ""}}
+var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}, {"tasks-c1", "tasks-c1-nogate", ""}, {"tasks-wait", "", ""}}
 
 // costRow is one variant at one request rate: throughput is the median
 // across rounds, latencies are quantiles of all rounds' requests pooled.
@@ -92,6 +95,10 @@ func costPlan(quick bool) (rates []float64, rounds int, warmup, window time.Dura
 // ...), so that the machine's noise falls on every variant alike.
 func runRequestCost(ctx context.Context, e *env, rep *report) error {
 	rates, rounds, warmup, window := costPlan(e.opts.quick)
+	variants := slices.DeleteFunc(slices.Clone(variants), func(v variant) bool {
+		return len(e.opts.only) > 0 && !e.opts.only[v.Key] && v.Key != "none" && v.Key != "control"
+	})
+	progress := slices.IndexFunc(variants, func(v variant) bool { return v.Key == "bg-0.01" })
 	procs := make([]*proc, len(variants))
 	defer func() { stopAll(slices.DeleteFunc(procs, func(p *proc) bool { return p == nil })) }()
 	for i, v := range variants {
@@ -157,9 +164,12 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 					slicesAt[k] = [3]uint64{sum[0] + after[0] - before[0], sum[1] + after[1] - before[1], sum[2] + after[2] - before[2]}
 				}
 			}
-			logf("cost: round %d/%d at %v req/s: p99 none %v, control %v, bg-0.01 %v", r+1, rounds, rate,
-				results[[2]int{0, ri}][r].P99.Round(time.Microsecond), results[[2]int{1, ri}][r].P99.Round(time.Microsecond),
-				results[[2]int{3, ri}][r].P99.Round(time.Microsecond))
+			line := fmt.Sprintf("cost: round %d/%d at %v req/s: p99 none %v, control %v", r+1, rounds, rate,
+				results[[2]int{0, ri}][r].P99.Round(time.Microsecond), results[[2]int{1, ri}][r].P99.Round(time.Microsecond))
+			if progress >= 0 {
+				line += fmt.Sprintf(", bg-0.01 %v", results[[2]int{progress, ri}][r].P99.Round(time.Microsecond))
+			}
+			logf("%s", line)
 		}
 	}
 	elapsed := time.Since(began).Seconds()

@@ -35,6 +35,7 @@ type options struct {
 	markdown  string
 	resultDir string
 	skip      map[string]bool
+	only      map[string]bool // the request-cost variants to run besides none and the control; empty: all
 }
 
 func main() {
@@ -48,6 +49,7 @@ func main() {
 	flag.StringVar(&o.markdown, "md", "BENCHMARKS.md", "file whose fleet section is rewritten (between <!-- fleet:begin --> and <!-- fleet:end -->); empty: print to stdout")
 	flag.StringVar(&o.resultDir, "results", "bench/results", "folder of the SVG plots")
 	skip := flag.String("skip", "", "comma-separated experiments to leave out: cost,redis,health,scale (development only)")
+	only := flag.String("variants", "", "comma-separated request-cost variants to run besides none and the control, such as tasks,tasks-c1 (development only; empty: all)")
 	sf := serviceFlags{}
 	sf.register(flag.CommandLine)
 	flag.Parse()
@@ -70,12 +72,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: unknown -role %q\n", *role)
 		os.Exit(2)
 	}
-	o.skip = map[string]bool{}
-	for s := range strings.SplitSeq(*skip, ",") {
-		if s != "" {
-			o.skip[s] = true
-		}
-	}
+	o.skip, o.only = commaSet(*skip), commaSet(*only)
 	// The orchestrator's own logs are short; the services' go to their stderr.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 
@@ -139,6 +136,17 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	rep.took, rep.loadAfter = time.Since(began), loadAverage()
 	return rep.write()
+}
+
+// commaSet is the set of a comma-separated list's non-empty items.
+func commaSet(list string) map[string]bool {
+	set := map[string]bool{}
+	for s := range strings.SplitSeq(list, ",") {
+		if s != "" {
+			set[s] = true
+		}
+	}
+	return set
 }
 
 func logf(format string, args ...any) {

@@ -47,9 +47,11 @@ type serviceFlags struct {
 	job    string // wait | cpu
 	paced  bool
 	press  time.Duration
-	// taskCPU is what one task of -mw tasks burns, and taskConc how many
-	// run at once in a slice.
+	// taskCPU is what one task of -mw tasks burns, taskWait how long it
+	// waits instead (no CPU) if set, and taskConc how many run at once in a
+	// slice.
 	taskCPU  time.Duration
+	taskWait time.Duration
 	taskConc int
 	// The peer benchmark's enqueuer (-role enqueuer).
 	enqueueRate float64
@@ -61,6 +63,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", "worksteal", "service: key prefix of the recruiter and the queue")
 	fs.StringVar(&f.mw, "mw", "none", "service: none (no middleware), empty (middleware, no jobs), job (one job at a fixed rate), tasks (typed tasks burning -task-cpu each, automatic pace, a backlog), queue (drain, tidy, promote)")
 	fs.DurationVar(&f.taskCPU, "task-cpu", 2*time.Millisecond, "service: CPU one task burns (-mw tasks)")
+	fs.DurationVar(&f.taskWait, "task-wait", 0, "service: if set, how long one task waits, burning no CPU, instead of -task-cpu (-mw tasks)")
 	fs.Float64Var(&f.enqueueRate, "enqueue-rate", 500, "enqueuer: peer tasks per second")
 	fs.DurationVar(&f.enqueueFor, "enqueue-for", time.Second, "enqueuer: how long to enqueue")
 	fs.IntVar(&f.taskConc, "task-concurrency", 0, "service: jobs.DrainConfig.Concurrency of the tasks job (-mw tasks; 0: its default)")
@@ -218,7 +221,7 @@ func registerJobs(rec *recruiter.Recruiter, q *queue.Queue, w *worker, f service
 		})
 		return rec.Register(job, recruiter.JobConfig{Rate: f.rate})
 	case "tasks":
-		return registerTasks(rec, q, w, f.taskCPU, f.taskConc, mux)
+		return registerTasks(rec, q, w, f, mux)
 	case "queue":
 		drain, tidy, promote, err := queueJobs(q, w)
 		if err != nil {

@@ -35,7 +35,11 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64,
 	s := &slice{r: r, e: e, ctx: ctx, woken: woken}
 	res, hung := s.recruit()
 	r.tel.end(ctx, span, e.name, res)
-	e.stats.record(res, r.now())
+	now := r.now()
+	e.stats.record(res, now)
+	if res.Ran && !hung {
+		r.sliceEnded(e, now.Add(-res.Duration), now)
+	}
 	return hung
 }
 
