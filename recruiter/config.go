@@ -86,12 +86,8 @@ type Config struct {
 	// /sched/latencies:seconds, over the last 100ms or more) is at least
 	// Pressure. The slice is dismissed before any Redis call and counted in
 	// [JobStats].Pressured; the job is drawn again later, and one held back
-	// for 10s since it last passed the gate runs anyway. A slice that
-	// leaves its process busy, and crowded with scheduling events as
-	// requests make it, holds its job back too, for 100ms doubling with
-	// each such slice in a row (up to 10s), so that CPU-bound work does
-	// not keep its own process at the threshold. Default 1ms; from 100µs
-	// to 1s; negative: off.
+	// for 10s since it last passed the gate runs anyway. Default 1ms; from
+	// 100µs to 1s; negative: off.
 	Pressure time.Duration
 	// RedisTimeout bounds each of the recruiter's own Redis calls (lock,
 	// release, cooldown). Default 500ms.

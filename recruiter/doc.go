@@ -28,9 +28,8 @@
 // off locally (after finding its lock held, or after running it), the
 // circuit breaker is closed, and one of [Config.MaxConcurrent] slots is
 // free; otherwise the draw is dismissed, never queued. Just before Redis,
-// a slice is held back while its process is busy ([Config.Pressure]), or
-// for a while after a slice of the job left it busy, to be drawn again
-// later. The slice then takes
+// a slice is held back while its process is busy ([Config.Pressure]), to
+// be drawn again later. The slice then takes
 // the job's Redis lock ({prefix}:lock:{job}, one script call), without
 // retry: a lock held elsewhere means "skipped", never "wait". The slice's
 // context ends at [JobConfig.Budget], before the lock expires (budget +

@@ -32,10 +32,7 @@ type entry struct {
 	ticks       *ticks       // a schedule's state; nil without one
 	stats       jobStats
 
-	pressurePassed    atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
-	pressureEnded     atomic.Int64 // unix ns the job's last slice here ended, until a reading weighs it (weighEnded); 0 if weighed
-	pressureHold      atomic.Int64 // ns the job's slices here earned by leaving the process busy; 0 if none
-	pressureHeldUntil atomic.Int64 // unix ns before which that hold keeps the job back
+	pressurePassed atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
 }
 
 // newEntry takes the name validated at registration: Name is called once.

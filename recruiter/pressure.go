@@ -36,17 +36,6 @@ const (
 	// this long since it last passed the gate here runs anyway, so sustained
 	// load postpones maintenance, never stops it.
 	pressureMaxDelay = 10 * time.Second
-	// pressureHoldMin is the first hold of a job whose slice left its
-	// process busy; each such slice in a row doubles it, up to
-	// pressureMaxDelay.
-	pressureHoldMin = 100 * time.Millisecond
-	// pressureJudgeWithin is how soon after a slice's end a reading must
-	// come to judge the slice.
-	pressureJudgeWithin = time.Second
-	// pressureCrowdedWindow is the longest window of a busy reading that
-	// counts as crowded: 100 sampled events in 500ms are 1,600 scheduling
-	// events a second, a few hundred requests' worth.
-	pressureCrowdedWindow = 500 * time.Millisecond
 )
 
 // pressureGate is the process's verdict, shared by its jobs. It is safe for
@@ -59,17 +48,6 @@ type pressureGate struct {
 	mu      sync.Mutex   // held by the one caller reading the runtime
 	next    atomic.Int64 // unix ns before which the verdict stands
 	verdict atomic.Bool  // busy
-	// judged is the latest reading that had enough events to judge: its
-	// unix ns, bit 0 set if it read busy and bit 1 if its window was
-	// dense (one word, so that the time and the verdicts are read
-	// together); 0 if none yet. A dense window is at most
-	// pressureCrowdedWindow long: a process with that many events is
-	// serving requests, whose latency a slice's hold protects; one whose
-	// slices alone make it busy, at low traffic, has few requests to
-	// protect and work to do, and its readings say nothing of the hold.
-	// Crowded is busy over a dense window.
-	judged    atomic.Int64
-	crowdedAt atomic.Int64 // unix ns of the latest reading that judged the process crowded; 0 if none
 }
 
 // newPressureGate makes the gate for a validated config: off for a
@@ -93,72 +71,18 @@ func (g *pressureGate) busy(now time.Time) bool {
 	}
 	defer g.mu.Unlock()
 	if now.UnixNano() >= g.next.Load() {
-		g.take(now)
+		p99, ok := g.read()
+		g.verdict.Store(ok && p99 >= g.threshold)
+		g.next.Store(now.Add(pressureInterval).UnixNano())
 	}
 	return g.verdict.Load()
 }
 
-// readNow reads the runtime now, whatever the cached verdict's age: at
-// the end of a slice, so that the slice is judged by the window it ran in.
-// It returns the reading's judged word (0 if its window had too few
-// events to judge: then the verdict and the next reading stand).
-func (g *pressureGate) readNow(now time.Time) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p99, ok := g.read()
-	if !ok {
-		return 0
-	}
-	return g.judge(now, p99 >= g.threshold)
-}
-
-// take is the reading due at now; the caller holds g.mu. Too few events
-// to judge read as calm: the process is close to idle.
-func (g *pressureGate) take(now time.Time) {
-	p99, ok := g.read()
-	if ok {
-		g.judge(now, p99 >= g.threshold)
-		return
-	}
-	g.verdict.Store(false)
-	g.next.Store(now.Add(pressureInterval).UnixNano())
-}
-
-// judge records a reading that had enough events and returns its judged
-// word; the caller holds g.mu.
-func (g *pressureGate) judge(now time.Time, busy bool) (judged int64) {
-	g.verdict.Store(busy)
-	previous := g.judged.Load() &^ judgedBits
-	judged = now.UnixNano() &^ judgedBits
-	if previous != 0 && judged-previous <= int64(pressureCrowdedWindow) {
-		judged |= judgedDense
-	}
-	if busy {
-		judged |= judgedBusy
-	}
-	if judged&judgedBits == judgedBits {
-		g.crowdedAt.Store(now.UnixNano())
-	}
-	g.judged.Store(judged)
-	g.next.Store(now.Add(pressureInterval).UnixNano())
-	return judged
-}
-
-// The low bits of pressureGate.judged.
-const (
-	judgedBusy  = 1
-	judgedDense = 2
-	judgedBits  = judgedBusy | judgedDense
-)
-
 // pressed is the gate in admit: it reports whether pressure holds e's
-// slice back now, the process's or the hold its own last slices earned
-// (weigh), and counts it. The first hold starts e's clock; past
+// slice back now, and counts it. The first hold starts e's clock; past
 // pressureMaxDelay the slice goes through, and the clock restarts.
 func (r *Recruiter) pressed(e *entry, now time.Time) bool {
-	busy := r.pressure.busy(now)
-	r.weighEnded(e, now)
-	if busy || now.UnixNano() < e.pressureHeldUntil.Load() {
+	if r.pressure.busy(now) {
 		passed := e.pressurePassed.Load()
 		if passed == 0 {
 			e.pressurePassed.CompareAndSwap(0, now.UnixNano())
@@ -171,73 +95,6 @@ func (r *Recruiter) pressed(e *entry, now time.Time) bool {
 	}
 	e.pressurePassed.Store(now.UnixNano())
 	return false
-}
-
-// sliceEnded is called at the end of each slice of e that ran, begun at
-// began. A slice during which the gate read crowded (and, like a drain's,
-// perhaps yielded) left its process so; otherwise the gate reads the
-// process afresh, and the slice is weighed by that reading or, if its
-// window had too few events to judge, by the first later one that has
-// enough (weighEnded, in admit).
-func (r *Recruiter) sliceEnded(e *entry, began, now time.Time) {
-	if r.pressure.threshold == 0 {
-		return
-	}
-	if r.pressure.crowdedAt.Load() >= began.UnixNano() {
-		e.pressureEnded.Store(0)
-		r.weigh(e, true, now)
-		return
-	}
-	if judged := r.pressure.readNow(now); judged != 0 {
-		e.pressureEnded.Store(0)
-		r.weighJudged(e, judged, now)
-		return
-	}
-	e.pressureEnded.Store(now.UnixNano())
-}
-
-// weighJudged weighs e's last slice by a reading's judged word: a reading
-// over a window that was not dense says nothing of it.
-func (r *Recruiter) weighJudged(e *entry, judged int64, now time.Time) {
-	if judged&judgedDense != 0 {
-		r.weigh(e, judged&judgedBusy != 0, now)
-	}
-}
-
-// weighEnded weighs e's last slice if a reading has judged the process
-// since it ended, soon enough to be the slice's doing.
-func (r *Recruiter) weighEnded(e *entry, now time.Time) {
-	ended := e.pressureEnded.Load()
-	if ended == 0 {
-		return
-	}
-	judged := r.pressure.judged.Load()
-	at := judged &^ judgedBits
-	if at <= ended || !e.pressureEnded.CompareAndSwap(ended, 0) || at-ended > int64(pressureJudgeWithin) {
-		return
-	}
-	r.weighJudged(e, judged, now)
-}
-
-// weigh takes in whether e's last slice left its process crowded. The gate
-// alone lets a slice that burns CPU start whenever the process is calm,
-// which the slice itself then ends: the process's requests wait behind
-// it, the gate closes until they catch up, opens again, and the cycle
-// repeats as long as the job has work. So a slice that leaves its process
-// crowded holds its job back for a while, twice as long after each such
-// slice in a row; one that leaves it calm, with events as dense, halves
-// the hold. A job whose slices do not weigh on the process is never held;
-// in a process with few events (low traffic), the hold stands as it is
-// until traffic returns.
-func (r *Recruiter) weigh(e *entry, crowded bool, now time.Time) {
-	hold := time.Duration(e.pressureHold.Load())
-	if crowded {
-		hold = min(max(2*hold, pressureHoldMin), pressureMaxDelay)
-		e.pressureHeldUntil.Store(now.Add(hold).UnixNano())
-	} else if hold /= 2; hold < pressureHoldMin {
-		hold = 0
-	}
-	e.pressureHold.Store(int64(hold))
 }
 
 // schedLatency reads the Go scheduler's latency histogram and gives the

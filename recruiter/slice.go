@@ -35,11 +35,7 @@ func (r *Recruiter) runSlice(enlisting context.Context, e *entry, share float64,
 	s := &slice{r: r, e: e, ctx: ctx, woken: woken}
 	res, hung := s.recruit()
 	r.tel.end(ctx, span, e.name, res)
-	now := r.now()
-	e.stats.record(res, now)
-	if res.Ran && !hung {
-		r.sliceEnded(e, now.Add(-res.Duration), now)
-	}
+	e.stats.record(res, r.now())
 	return hung
 }
 
