@@ -41,8 +41,10 @@ type DrainConfig struct {
 	Batching
 	// Concurrency is how many handlers a slice runs at once, from 1 to
 	// 1,000. Handlers that wait (on an upstream, a mail provider) overlap
-	// their waits; lower it for handlers that burn CPU, which compete
-	// with the web server's requests. Default 32.
+	// their waits. Handlers that burn CPU compete with the web server's
+	// requests: Drain measures them (on Linux) and runs fewer at once, so
+	// that together they burn at most half the process's CPUs (see
+	// [Drain]). Default 32.
 	Concurrency int
 }
 
@@ -94,7 +96,17 @@ const (
 // A slice yields to its process's requests: once it has started an
 // item, it starts no more while the process is busy ([recruiter.Busy]:
 // the pressure gate's verdict), and hands the rest back, their attempts
-// unused, reporting More.
+// unused, reporting More. Nor do its handlers take the process's CPUs
+// from its requests. On Linux a slice reads the CPU time of one item in
+// four (its handler keeps its thread meanwhile), and after each batch
+// runs as many handlers at once as would keep half the process's CPUs
+// busy at that rate (GOMAXPROCS/2, at least one): handlers that burn all
+// along run that many, handlers that wait up to Concurrency. The number
+// carries over to the job's next slice; the job's first batch starts
+// Concurrency blind. And a goroutine that has run handlers for a
+// millisecond lets the goroutines waiting behind it run (a request's
+// among them) before its next item, rather than have them wait for the
+// runtime to preempt it.
 //
 // Claims are atomic, so slices of one Drain run side by side on several
 // processes: up to 4 at once while a backlog lasts or enqueues wake them
@@ -161,6 +173,9 @@ type drainJob struct {
 	// handlers side by side, a slice's first batch claims what they
 	// finish in its budget, not a whole Batch to hand most of it back.
 	itemMean atomic.Int64
+	// handlers is how many handlers run at once as the latest slice left
+	// it (see cpuLimit); 0 before the first: Concurrency.
+	handlers atomic.Int64
 }
 
 func (j *drainJob) Name() string { return j.name }
@@ -194,6 +209,7 @@ type drainSlice struct {
 	started  int           // items handed to the handler
 	done     int           // items whose handler returned
 	yielded  bool          // the process was busy: no more items started
+	handlers int           // how many handlers run at once (see cpuLimit)
 	panicked error         // the first panic, with its stack
 	report   recruiter.Report
 }
@@ -224,7 +240,7 @@ type drainBatch struct {
 // settle when the settle enqueues follow-ups, so that it takes them;
 // otherwise the settle may go on while the next batch is handled.
 func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
-	s := &drainSlice{rtt: rttFloor}
+	s := &drainSlice{rtt: rttFloor, handlers: j.handlersLearnt()}
 	defer j.learn(s)
 	if err := ctx.Err(); err != nil {
 		return s.report, j.wrap(err)
@@ -402,15 +418,18 @@ func (s *drainSlice) absorb(r stepResult) {
 func (j *drainJob) firstFit(ctx context.Context) int {
 	mean := time.Duration(j.itemMean.Load())
 	left, ok := remaining(ctx)
-	if j.cfg.Concurrency == 1 || mean <= 0 || !ok {
+	handlers := j.handlersLearnt()
+	if handlers == 1 || mean <= 0 || !ok {
 		return j.cfg.Batch
 	}
 	waves := max(int64((left-3*rttFloor)/mean), 1)
-	return int(min(int64(j.cfg.Batch), waves*int64(j.cfg.Concurrency)))
+	return int(min(int64(j.cfg.Batch), waves*int64(handlers)))
 }
 
-// learn smooths the slice's mean handler time into the job's.
+// learn smooths the slice's mean handler time into the job's, and keeps
+// its number of handlers for the next slice.
 func (j *drainJob) learn(s *drainSlice) {
+	j.handlers.Store(int64(s.handlers))
 	mean := s.meanItem()
 	if mean <= 0 {
 		return
@@ -432,8 +451,8 @@ func followed(outcomes []qstore.Settlement) bool {
 	return false
 }
 
-// fit is how many items the next batch may claim: those that
-// Concurrency handlers of the mean time so far finish in the budget left
+// fit is how many items the next batch may claim: those that the
+// slice's handlers, at the mean time so far, finish in the budget left
 // after three round trips (the claim, the finish, and one to spare); 0
 // when none does.
 func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
@@ -441,7 +460,7 @@ func (j *drainJob) fit(ctx context.Context, s *drainSlice) int {
 	if !ok {
 		return j.cfg.Batch
 	}
-	return j.fitIn(left-3*s.rtt, max(s.meanItem(), time.Microsecond))
+	return j.fitIn(left-3*s.rtt, max(s.meanItem(), time.Microsecond), s.handlers)
 }
 
 // ahead is how many items to claim while a batch of handling items is
@@ -457,20 +476,20 @@ func (j *drainJob) ahead(ctx context.Context, s *drainSlice, handling int) int {
 	if mean <= 0 || !ok {
 		return 0
 	}
-	waves := (handling + j.cfg.Concurrency - 1) / j.cfg.Concurrency
-	return j.fitIn(left-time.Duration(waves)*mean-3*s.rtt, max(mean, time.Microsecond))
+	waves := (handling + s.handlers - 1) / s.handlers
+	return j.fitIn(left-time.Duration(waves)*mean-3*s.rtt, max(mean, time.Microsecond), s.handlers)
 }
 
-// fitIn is how many items of mean time Concurrency handlers finish in
+// fitIn is how many items of mean time handlers side by side finish in
 // avail, at most Batch.
-func (j *drainJob) fitIn(avail, mean time.Duration) int {
+func (j *drainJob) fitIn(avail, mean time.Duration, handlers int) int {
 	if avail < mean {
 		return 0
 	}
-	return int(min(int64(j.cfg.Batch), int64(avail/mean)*int64(j.cfg.Concurrency)))
+	return int(min(int64(j.cfg.Batch), int64(avail/mean)*int64(handlers)))
 }
 
-// handle runs the handler on items, up to Concurrency at once, starting
+// handle runs the handler on items, up to s.handlers at once, starting
 // them in order while the budget lasts and while the batch's lease fits
 // the slowest item so far and the finish; it returns the outcomes of the
 // items it started, a prefix of items. Once the slice knows how long an
@@ -509,23 +528,43 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 	}
 	watch := j.watchCancels(ctx, items) // see cancelwatch.go
 	defer watch.close()
+	workers, tiny := j.workers(s, len(items))
+	// The handlers' CPU is sampled unless one handler at most may run
+	// anyway, or the items are too short for its cost.
+	measure := j.cfg.Concurrency > 1 && !tiny
+	var cpu cpuSample // guarded by mu
 	work := func() {
+		var ran time.Duration // since this goroutine last yielded
 		for i := take(); i >= 0; i = take() {
 			it := items[i]
 			ictx := watch.track(hctx, i)
 			began := time.Now()
+			var probe cpuProbe
+			probing := measure && i%cpuSampleEvery == 0
+			if probing {
+				probe, probing = startCPUProbe()
+			}
 			result, follow, err := j.call(ictx, s, &mu, it)
+			var burnt time.Duration
+			measured := false
+			if probing {
+				burnt, measured = probe.stop()
+			}
 			watch.untrack(i)
 			took := time.Since(began)
 			mu.Lock()
 			s.busy += took
 			s.done++
 			s.slowest = max(s.slowest, took)
+			if measured {
+				cpu.add(burnt, took)
+			}
 			mu.Unlock()
 			outcomes[i] = qstore.Settlement{Item: it, Result: result, FollowUp: follow, Err: err}
+			ran = yieldAfter(ran, took)
 		}
 	}
-	if workers := j.workers(s, len(items)); workers <= 1 {
+	if workers <= 1 {
 		work()
 	} else {
 		var wg sync.WaitGroup
@@ -533,6 +572,9 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 			wg.Go(work)
 		}
 		wg.Wait()
+	}
+	if cpu.took > 0 {
+		s.handlers = j.cpuLimit(cpu)
 	}
 	return outcomes[:next]
 }
@@ -544,19 +586,19 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 const tinyItem = 20 * time.Microsecond
 
 // workers is how many goroutines handle a batch of n items: up to
-// Concurrency, or one when the items are known to be tiny (their mean,
-// in this slice or else in earlier ones, below tinyItem, and none in this
+// s.handlers, or one when the items are known to be tiny (their mean, in
+// this slice or else in earlier ones, below tinyItem, and none in this
 // slice slower than a millisecond), so that a slow one soon brings the
 // handlers back side by side.
-func (j *drainJob) workers(s *drainSlice, n int) int {
+func (j *drainJob) workers(s *drainSlice, n int) (workers int, tiny bool) {
 	mean := s.meanItem()
 	if mean <= 0 {
 		mean = time.Duration(j.itemMean.Load())
 	}
 	if mean > 0 && mean < tinyItem && s.slowest < time.Millisecond {
-		return 1
+		return 1, true
 	}
-	return min(j.cfg.Concurrency, n)
+	return min(s.handlers, n), false
 }
 
 // mayStart reports whether the slice may start another item: its budget
