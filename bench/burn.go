@@ -111,6 +111,35 @@ func (b *burner) fill(ctx context.Context, n int) error {
 	return nil
 }
 
+// floorRate is how many times a second the floor's goroutine burns: the
+// most a tasks process burns in a backlog (see tasksBacklog).
+const floorRate = 125
+
+// burnFloor is the floor of the CPU-bound rows: the same service without
+// worksteal, whose own goroutine burns d at a time, floorRate times a
+// second, from POST /backlog to POST /idle, as a tasks process burns its
+// backlog. It tells what CPU work inside the service costs its requests
+// on this machine, whatever runs it. w counts the bursts.
+func burnFloor(ctx context.Context, d time.Duration, w *worker, mux *http.ServeMux) {
+	iters := calibrateBurn(d)
+	var loaded atomic.Bool
+	mux.HandleFunc("POST /backlog", func(http.ResponseWriter, *http.Request) { loaded.Store(true) })
+	mux.HandleFunc("POST /idle", func(http.ResponseWriter, *http.Request) { loaded.Store(false) })
+	tick := time.NewTicker(time.Second / floorRate)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if loaded.Load() {
+				burn(iters)
+				w.processed.Add(1)
+			}
+		}
+	}
+}
+
 // calibrateBurn finds how many rounds of burn take d of CPU on this
 // machine: the fastest of a few tries, so that a busy moment while
 // calibrating does not make every task lighter.

@@ -45,6 +45,9 @@ var variants = []variant{
 	// Tasks that wait (I/O-bound: a call to another service) rather than
 	// burn: stolen work that should cost requests nothing.
 	{"tasks-wait", "tasks, automatic pace, 50 ms waiting each, backlog", []string{"-mw", "tasks", "-task-wait", tasksWait.String()}},
+	// The floor of the CPU-bound rows: no worksteal, the service's own
+	// goroutine burning 2 ms at a time, 125 times a second, while loaded.
+	{"floor", "no middleware, a plain goroutine burning 2 ms of CPU 125 times a second (the floor)", []string{"-mw", "none", "-burn-floor"}},
 	// Every row above runs with the pressure gate at its default; these
 	// are their twins without it, at the saturating rate, where it acts.
 	{"bg-0.01-nogate", "fixed rate 0.01, background, pressure gate off", []string{"-mw", "job", "-rate", "0.01", "-pressure", "-1ns"}},
@@ -58,7 +61,7 @@ var variants = []variant{
 
 // gateTwins groups each variant (the gate at its default) with its twins
 // without the gate and with a stricter one, run at the saturating rate only.
-var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}, {"tasks-c1", "tasks-c1-nogate", ""}, {"tasks-wait", "", ""}}
+var gateTwins = [][3]string{{"bg-0.01", "bg-0.01-nogate", "bg-0.01-strict"}, {"bg-1-cpu", "bg-1-cpu-nogate", "bg-1-cpu-strict"}, {"tasks", "tasks-nogate", "tasks-strict"}, {"tasks-c1", "tasks-c1-nogate", ""}, {"tasks-wait", "", ""}, {"floor", "", ""}}
 
 // costRow is one variant at one request rate: throughput is the median
 // across rounds, latencies are quantiles of all rounds' requests pooled.
@@ -124,13 +127,16 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 				// Counted over this run alone: the jobs go on between runs.
 				counters := func() ([3]uint64, bool) {
 					st, err := fetchStats(ctx, procs[vi].addr)
-					if err != nil || len(st.Jobs) == 0 {
+					if err != nil {
 						return [3]uint64{}, false
+					}
+					if len(st.Jobs) == 0 { // the floor: its own goroutine's bursts
+						return [3]uint64{0, 0, uint64(st.Processed)}, true
 					}
 					return [3]uint64{st.Jobs[0].Slices, st.Jobs[0].Pressured, uint64(st.Processed)}, true
 				}
-				tasks := slices.Contains(v.args, "tasks")
-				if tasks {
+				tasks, floor := slices.Contains(v.args, "tasks"), slices.Contains(v.args, "-burn-floor")
+				if tasks || floor {
 					if err := post(ctx, procs[vi].addr, fmt.Sprintf("/backlog?n=%d", tasksBacklog)); err != nil {
 						return err
 					}
@@ -142,6 +148,11 @@ func runRequestCost(ctx context.Context, e *env, rep *report) error {
 				res, err := g.run(ctx, []string{procs[vi].addr}, rate, warmup, window)
 				if err != nil {
 					return err
+				}
+				if floor {
+					if err := post(ctx, procs[vi].addr, "/idle"); err != nil {
+						return err
+					}
 				}
 				if tasks {
 					st, err := fetchStats(ctx, procs[vi].addr)

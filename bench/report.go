@@ -269,6 +269,9 @@ func (r *report) pressureSection(p func(string, ...any)) {
 				continue
 			}
 			gate := []string{"on (1ms, the default)", "off", "on (250µs)"}[i]
+			if key == "floor" {
+				gate = "none (no worksteal)"
+			}
 			met := "no"
 			if withinControl(c, control) {
 				met = "yes"
@@ -276,6 +279,9 @@ func (r *report) pressureSection(p func(string, ...any)) {
 			perSec, left := "—", "—"
 			if c.Busy > 0 && strings.HasPrefix(key, "tasks") {
 				perSec, left = num(float64(c.Processed)/c.Busy.Seconds()), count(int(c.BacklogLeft))
+			}
+			if c.Busy > 0 && key == "floor" {
+				perSec = num(float64(c.Processed) / c.Busy.Seconds())
 			}
 			p("| %s | %s | %s | %s | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) | %s | %d | %d | %s | %s |", c.Variant.Label, gate, ms(c.P99), ms(c.P999),
 				c.P99Ratio, c.P99RatioMin, c.P99RatioMax, control.P99Ratio, control.P99RatioMin, control.P99RatioMax, met, c.Ran, c.Pressured, perSec, left)
@@ -292,6 +298,10 @@ func (r *report) pressureSection(p func(string, ...any)) {
 		}
 		p("")
 		p("Target (issue %s), %s: at the saturating rate, with the gate on, p99(fast exits with tasks) / p99(no middleware) at most the control's ratio + 0.05, both for the rounds pooled, %.2f against %.2f + 0.05, and for the median of the rounds' own ratios, which one round's burst of the machine's other work moves little, %.2f against %.2f + 0.05: %s.", target.issue, t.Variant.Label, t.P99Ratio, control.P99Ratio, t.P99RatioMed, control.P99RatioMed, verdict)
+		if f, ok := top["floor"]; ok && target.key != "tasks-wait" {
+			p("The floor, the same service without worksteal whose own goroutine burns 2 ms at a time %d times a second, reads %.2f (median of the rounds %.2f) at %s bursts/s: CPU work inside the service costs its requests that much on this machine whatever runs it, since the load generator shares its 2 cores (a core that burns leaves one for the generator, the service's requests and Redis). The tasks are %.2f (median %.2f) of the floor.",
+				floorRate, f.P99Ratio, f.P99RatioMed, num(float64(f.Processed)/max(f.Busy.Seconds(), 1e-9)), t.P99Ratio/f.P99Ratio, t.P99RatioMed/f.P99RatioMed)
+		}
 	}
 }
 

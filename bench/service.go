@@ -53,6 +53,9 @@ type serviceFlags struct {
 	taskCPU  time.Duration
 	taskWait time.Duration
 	taskConc int
+	// floor: with -mw none, a plain goroutine burns taskCPU at a time,
+	// floorRate times a second, while loaded: CPU work without worksteal.
+	floor bool
 	// The peer benchmark's enqueuer (-role enqueuer).
 	enqueueRate float64
 	enqueueFor  time.Duration
@@ -67,6 +70,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.enqueueRate, "enqueue-rate", 500, "enqueuer: peer tasks per second")
 	fs.DurationVar(&f.enqueueFor, "enqueue-for", time.Second, "enqueuer: how long to enqueue")
 	fs.IntVar(&f.taskConc, "task-concurrency", 0, "service: jobs.DrainConfig.Concurrency of the tasks job (-mw tasks; 0: its default)")
+	fs.BoolVar(&f.floor, "burn-floor", false, "service: with -mw none, a goroutine burning -task-cpu at a time, 125 times a second while loaded (POST /backlog to POST /idle)")
 	fs.Float64Var(&f.rate, "rate", 0.01, "service: rate of the CPU job (-mw job)")
 	fs.BoolVar(&f.inline, "inline", false, "service: inline mode")
 	fs.DurationVar(&f.work, "work", 20*time.Millisecond, "service: length of one slice of the job (-mw job)")
@@ -172,6 +176,9 @@ func runService(role string, f serviceFlags) error {
 		loopDone = make(chan struct{})
 		go func() { defer close(loopDone); daemonLoop(ctx, q, w) }()
 	case f.mw == "none":
+		if f.floor {
+			go burnFloor(ctx, f.taskCPU, w, mux)
+		}
 	default:
 		rec, err = recruiter.New(lockRDB, recruiter.Config{Prefix: f.prefix, Inline: f.inline, Pressure: f.press})
 		if err != nil {
