@@ -539,17 +539,9 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 			it := items[i]
 			ictx := watch.track(hctx, i)
 			began := time.Now()
-			var probe cpuProbe
-			probing := measure && i%cpuSampleEvery == 0
-			if probing {
-				probe, probing = startCPUProbe()
-			}
+			probe := startCPUProbe(measure && i%cpuSampleEvery == 0)
 			result, follow, err := j.call(ictx, s, &mu, it)
-			var burnt time.Duration
-			measured := false
-			if probing {
-				burnt, measured = probe.stop()
-			}
+			burnt, measured := probe.stop()
 			watch.untrack(i)
 			took := time.Since(began)
 			mu.Lock()

@@ -16,7 +16,7 @@ import (
 // latest slice ended with, Concurrency before the first.
 func (j *drainJob) handlersLearnt() int {
 	if n := int(j.handlers.Load()); n > 0 {
-		return min(n, j.cfg.Concurrency)
+		return n
 	}
 	return j.cfg.Concurrency
 }
@@ -50,21 +50,31 @@ func (c *cpuSample) add(cpu, took time.Duration) { c.cpu += cpu; c.took += took 
 // cpuProbe reads one handler's CPU time. Its goroutine keeps its thread
 // meanwhile, so that the thread's clock counts that handler alone: a
 // handler that waits would otherwise be charged with what other
-// goroutines ran on its thread in the meantime.
-type cpuProbe struct{ mark threadcpu.Mark }
+// goroutines ran on its thread in the meantime. The zero probe reads
+// nothing.
+type cpuProbe struct {
+	mark threadcpu.Mark
+	on   bool
+}
 
-// startCPUProbe starts reading; false where threads have no clock.
-func startCPUProbe() (cpuProbe, bool) {
+// startCPUProbe starts reading if on and the thread has a clock.
+func startCPUProbe(on bool) cpuProbe {
+	if !on {
+		return cpuProbe{}
+	}
 	runtime.LockOSThread()
 	mark, ok := threadcpu.Now()
 	if !ok {
 		runtime.UnlockOSThread()
 	}
-	return cpuProbe{mark: mark}, ok
+	return cpuProbe{mark: mark, on: ok}
 }
 
-// stop ends the reading and frees the thread.
+// stop ends the reading and frees the thread; false if nothing was read.
 func (p cpuProbe) stop() (time.Duration, bool) {
+	if !p.on {
+		return 0, false
+	}
 	defer runtime.UnlockOSThread()
 	return p.mark.Since()
 }
