@@ -25,16 +25,18 @@ func (j *drainJob) handlersLearnt() int {
 // CPU that sampled items of a batch used. Their CPU over their time is
 // how much of a core a handler keeps busy (a handler's time begins once
 // its goroutine runs, so handlers queued for a CPU do not dilute it).
-// The handlers may burn half the process's CPUs (GOMAXPROCS/2, at least
-// one) together, which leaves the rest to its requests however many
-// handlers Concurrency allows: handlers that burn all along run that
-// many at once, handlers that wait up to Concurrency.
+// Other processes that keep the CPUs busy do dilute it, so a handler on
+// a CPU half its time or more counts as burning all along. The handlers
+// may burn half the process's CPUs (GOMAXPROCS/2, at least one)
+// together, which leaves the rest to its requests however many handlers
+// Concurrency allows: handlers that burn run that many at once, handlers
+// that wait up to Concurrency.
 func (j *drainJob) cpuLimit(c cpuSample) int {
 	if c.took <= 0 {
 		return j.cfg.Concurrency
 	}
 	limit := float64(max(1, runtime.GOMAXPROCS(0)/2))
-	perHandler := float64(c.cpu) / float64(c.took)
+	perHandler := min(2*float64(c.cpu)/float64(c.took), 1)
 	return int(min(max(limit/max(perHandler, 1e-3), 1), float64(j.cfg.Concurrency)))
 }
 
