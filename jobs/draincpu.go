@@ -30,11 +30,8 @@ func (j *drainJob) handlersLearnt() int {
 // may burn half the process's CPUs (GOMAXPROCS/2, at least one)
 // together, which leaves the rest to its requests however many handlers
 // Concurrency allows: handlers that burn run that many at once, handlers
-// that wait up to Concurrency.
+// that wait up to Concurrency. c.took is above 0: its caller read an item.
 func (j *drainJob) cpuLimit(c cpuSample) int {
-	if c.took <= 0 {
-		return j.cfg.Concurrency
-	}
 	limit := float64(max(1, runtime.GOMAXPROCS(0)/2))
 	perHandler := min(2*float64(c.cpu)/float64(c.took), 1)
 	return int(min(max(limit/max(perHandler, 1e-3), 1), float64(j.cfg.Concurrency)))
