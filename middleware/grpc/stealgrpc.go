@@ -155,8 +155,12 @@ func errCode(err error) codes.Code {
 // the RPC of ctx: with the codec registered for the RPC's content-subtype
 // ("proto" when it has none, or none is registered for it, as gRPC does).
 // A server that forces a codec (grpc.ForceServerCodecV2) is checked with
-// the registered one.
+// the registered one. An untyped nil marshals: gRPC sends it as an empty
+// message without asking the codec.
 func marshals(ctx context.Context, resp any) bool {
+	if resp == nil {
+		return true
+	}
 	subtype := ""
 	if s, ok := grpc.ServerTransportStreamFromContext(ctx).(interface{ ContentSubtype() string }); ok {
 		subtype = s.ContentSubtype()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -133,5 +134,36 @@ func TestClassifierSeesErrorsAndStreams(t *testing.T) {
 	rig.Settle(t)
 	if n := rig.Started(); n != 0 {
 		t.Fatalf("%d slices ran with a classifier that says no", n)
+	}
+}
+
+// TestUntypedNilReplyIsOK: a unary handler that returns an untyped nil and
+// no error is answered OK with an empty message, so the classifier is told
+// OK and a marked one is a fast exit whose slice runs.
+func TestUntypedNilReplyIsOK(t *testing.T) {
+	t.Parallel()
+	rig := stealtest.New(t, false)
+	exits := make(chan stealgrpc.Exit, 1)
+	classify := func(e stealgrpc.Exit) bool {
+		exits <- e
+		return stealgrpc.DefaultClassifier(e)
+	}
+	nilReply := func(ctx context.Context, _ any, _ *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+		recruiter.MarkFastExit(ctx)
+		return nil, nil
+	}
+	srv := serve(t, adaptertest.Setup{Around: plain},
+		grpc.ChainUnaryInterceptor(stealgrpc.UnaryServerInterceptor(rig.Rec, stealgrpc.WithClassifier(classify)), nilReply))
+	rig.Draw()
+	resp, err := srv.health.Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil || resp == nil || resp.GetStatus() != healthpb.HealthCheckResponse_UNKNOWN {
+		t.Fatalf("the client got %v, %v; want an empty response and OK", resp, err)
+	}
+	if e := <-exits; e.Code != codes.OK || e.Err != nil || e.Response != nil || !e.Marked {
+		t.Errorf("the classifier saw %+v, want a marked OK with no response", e)
+	}
+	rig.Settle(t)
+	if n := rig.Started(); n != 1 {
+		t.Fatalf("%d slices ran after a marked OK, want 1", n)
 	}
 }
