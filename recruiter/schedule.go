@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -66,8 +67,14 @@ func parseSchedule(expr string) (s schedule, err error) {
 	if strings.HasPrefix(strings.TrimSpace(expr), "@every") {
 		return schedule{}, errors.New("@every counts from each process's start, so processes disagree on its ticks: use Every")
 	}
+	if err := checkZone(expr); err != nil {
+		return schedule{}, err
+	}
 	parsed, err := scheduleParser.Parse(expr)
 	if err != nil {
+		return schedule{}, err
+	}
+	if err := checkSteps(expr); err != nil {
 		return schedule{}, err
 	}
 	spec, ok := parsed.(*cron.SpecSchedule)
@@ -87,6 +94,46 @@ func parseSchedule(expr string) (s schedule, err error) {
 		t = next
 	}
 	return s, nil
+}
+
+// checkZone refuses an empty CRON_TZ= or TZ=, which the parser reads as
+// UTC: a zone left out by mistake would run its ticks hours off.
+func checkZone(expr string) error {
+	expr = strings.TrimSpace(expr)
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		if rest, ok := strings.CutPrefix(expr, prefix); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			return fmt.Errorf("%s names no time zone: name one (%sUTC for UTC)", prefix, prefix)
+		}
+	}
+	return nil
+}
+
+// fieldSizes are the number of values of each field of a parsed
+// expression, by its number of fields (seconds first when it has six).
+var fieldSizes = map[int][]int{5: {60, 24, 31, 12, 7}, 6: {60, 60, 24, 31, 12, 7}}
+
+// checkSteps refuses a step as long as its field or longer (*/60 in
+// minutes, */24 in hours), which the parser accepts but which keeps only
+// the first value: "every 70 seconds" would run once a minute. expr has
+// been parsed.
+func checkSteps(expr string) error {
+	fields := strings.Fields(expr)
+	if len(fields) > 0 && strings.Contains(fields[0], "TZ=") {
+		fields = fields[1:]
+	}
+	sizes := fieldSizes[len(fields)] // none for a descriptor
+	if len(fields) != len(sizes) {
+		return nil
+	}
+	for i, field := range fields {
+		for part := range strings.SplitSeq(field, ",") {
+			_, stepText, ok := strings.Cut(part, "/")
+			if step, err := strconv.Atoi(stepText); ok && err == nil && step >= sizes[i] {
+				return fmt.Errorf("the step of %q keeps only its first value: a step must be under %d, the number of values of its field", part, sizes[i])
+			}
+		}
+	}
+	return nil
 }
 
 // next is the first tick after t; zero if none within five years. A

@@ -221,7 +221,7 @@ func TestSchedulePausedTicksAreSkipped(t *testing.T) {
 func TestScheduleRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	rec := newRecruiter(t, offlineClient(t), recruiter.Config{}, nil)
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		cfg  recruiter.JobConfig
 		says string
 	}{
@@ -231,16 +231,27 @@ func TestScheduleRefusesBadInput(t *testing.T) {
 		{recruiter.JobConfig{Schedule: "TZ=0"}, "Schedule"},
 		{recruiter.JobConfig{Schedule: "@every 5s"}, "use Every"},
 		{recruiter.JobConfig{Schedule: "0 0 30 2 *"}, "no tick"},
+		// A step as long as its field keeps only its first value.
+		{recruiter.JobConfig{Schedule: "*/70 * * * * *"}, "*/70"},
+		{recruiter.JobConfig{Schedule: "*/60 * * * *"}, "*/60"},
+		{recruiter.JobConfig{Schedule: "0 */24 * * *"}, "*/24"},
+		{recruiter.JobConfig{Schedule: "0 0 1,5/31 * *"}, "5/31"},
+		{recruiter.JobConfig{Schedule: "0 0 * 1-6/12 *"}, "1-6/12"},
+		{recruiter.JobConfig{Schedule: "0 0 * * */7"}, "*/7"},
+		{recruiter.JobConfig{Schedule: "CRON_TZ= 0 3 * * *"}, "time zone"},
+		{recruiter.JobConfig{Schedule: "TZ= 0 3 * * *"}, "time zone"},
 		{recruiter.JobConfig{Schedule: "@daily", Every: time.Hour}, "Every or Rate"},
 		{recruiter.JobConfig{Schedule: "@daily", Rate: 0.1}, "Every or Rate"},
 	} {
-		err := rec.Register(recruiter.Func("bad", noop), tc.cfg)
+		err := rec.Register(recruiter.Func(fmt.Sprint("bad", i), noop), tc.cfg)
 		if !errors.Is(err, recruiter.ErrInvalidJob) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("Register(%+v) = %v; want ErrInvalidJob saying %q", tc.cfg, err, tc.says)
 		}
 	}
-	if err := rec.Register(recruiter.Func("good", noop), recruiter.JobConfig{Schedule: "CRON_TZ=Europe/Paris 0 3 * * *"}); err != nil {
-		t.Errorf("a valid schedule: %v", err)
+	for i, good := range []string{"CRON_TZ=Europe/Paris 0 3 * * *", "*/59 * * * * *", "0 */23 * * *", "0 0 * * 1-5/2", "@hourly"} {
+		if err := rec.Register(recruiter.Func(fmt.Sprint("good", i), noop), recruiter.JobConfig{Schedule: good}); err != nil {
+			t.Errorf("the valid schedule %q: %v", good, err)
+		}
 	}
 }
 
