@@ -219,8 +219,10 @@ type JobConfig struct {
 	// that spans ticks, one catch-up run for the latest. A local time that
 	// a daylight-saving change skips has no tick that day; one it repeats
 	// has one tick, the first. @every is refused (its ticks count from each
-	// process's start): use Every. The job's context carries its tick
-	// ([Tick]).
+	// process's start): use Every; so are a step as long as its field
+	// ("*/60" in minutes keeps only its first value) and a CRON_TZ= that
+	// names no zone. The job's context carries its tick ([Tick]).
+	// docs/configuration.md#schedules has the policies in full.
 	Schedule string
 	// Slices is how many slices of the job may run at once across the
 	// fleet, one per process, from 1 to 64: a job whose slices do not
