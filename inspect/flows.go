@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/worksteal/worksteal/internal/flow"
 	"github.com/worksteal/worksteal/internal/qstore"
 )
 
@@ -22,9 +23,19 @@ const (
 	// FlowFailed: a step is a dead letter (Cause says why); retried, it
 	// lets the flow run on.
 	FlowFailed
+	// FlowCanceled: it was canceled ([Inspector.Cancel], tasks.Cancel):
+	// no later step (no final step) runs. It comes last so that the
+	// states before it keep their values.
+	FlowCanceled
 )
 
-// String returns the state's name: "running", "done", "failed".
+// flowStates are the states' values for the storage's flow states
+// (internal/flow, shared with package tasks).
+var flowStates = flow.States[FlowState]{Unknown: FlowUnknown, Running: FlowRunning, Done: FlowDone, Failed: FlowFailed,
+	Canceled: FlowCanceled}
+
+// String returns the state's name: "running", "done", "failed",
+// "canceled" or "unknown".
 func (s FlowState) String() string {
 	switch s {
 	case FlowRunning:
@@ -33,6 +44,8 @@ func (s FlowState) String() string {
 		return "done"
 	case FlowFailed:
 		return "failed"
+	case FlowCanceled:
+		return "canceled"
 	}
 	return "unknown"
 }
@@ -63,16 +76,7 @@ func (in *Inspector) Chain(ctx context.Context, queue, id string) (Chain, error)
 	if err != nil {
 		return Chain{}, in.wrap(err)
 	}
-	out := Chain{ID: c.ID, Step: c.Step, Steps: c.Steps, Current: c.Current, Cause: c.Cause}
-	switch c.State {
-	case qstore.ChainRunning:
-		out.State = FlowRunning
-	case qstore.ChainDone:
-		out.State = FlowDone
-	case qstore.ChainFailed:
-		out.State = FlowFailed
-	}
-	return out, nil
+	return Chain{ID: c.ID, Step: c.Step, Steps: c.Steps, Current: c.Current, State: flowStates.Chain(c.State), Cause: c.Cause}, nil
 }
 
 // FanOut is the progress of a fan-out: its children, run side by side,
@@ -102,14 +106,6 @@ func (in *Inspector) FanOut(ctx context.Context, queue, id string) (FanOut, erro
 	if err != nil {
 		return FanOut{}, in.wrap(err)
 	}
-	out := FanOut{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, Cause: j.Cause}
-	switch j.State {
-	case qstore.JoinRunning:
-		out.State = FlowRunning
-	case qstore.JoinDone:
-		out.State = FlowDone
-	case qstore.JoinFailed:
-		out.State = FlowFailed
-	}
-	return out, nil
+	return FanOut{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, State: flowStates.Join(j.State),
+		Cause: j.Cause}, nil
 }

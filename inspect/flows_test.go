@@ -71,3 +71,58 @@ func TestChainAndFanOut(t *testing.T) {
 		t.Errorf("Chain(nope): %v; want ErrNotFound", err)
 	}
 }
+
+// A chain of 3 and a fan-out of 3 canceled with tasks.Cancel read
+// canceled, as tasks.ChainStatus and tasks.FanOutStatus read them: one
+// mapping of the storage's states serves both packages.
+func TestCanceledFlows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testrig.Context(t, 30*time.Second)
+	q := b.queue(t, "flows", queue.Config{})
+	client, err := tasks.NewClient(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{
+		{Type: "render", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "a"}}, {Type: "log", Args: mailArgs{To: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{
+		{Type: "part", Args: mailArgs{To: "a"}}, {Type: "part", Args: mailArgs{To: "b"}}, {Type: "part", Args: mailArgs{To: "c"}}},
+		tasks.Step{Type: "join", Args: mailArgs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{chain, fan} {
+		if err := tasks.Cancel(ctx, client, id); err != nil {
+			t.Fatalf("Cancel(%s): %v", id, err)
+		}
+	}
+	if p, err := tasks.ChainStatus(ctx, client, chain); err != nil || p.State != tasks.StateCanceled {
+		t.Fatalf("ChainStatus = %+v, %v; want canceled", p, err)
+	}
+	c, err := b.in.Chain(ctx, "flows", chain)
+	if err != nil || c.State.String() != "canceled" || c.Step != 1 || c.Steps != 3 || c.Current != chain {
+		t.Errorf("Chain = %+v (%v), %v; want canceled at step 1 of 3", c, c.State, err)
+	}
+	if p, err := tasks.FanOutStatus(ctx, client, fan); err != nil || p.State != tasks.StateCanceled {
+		t.Fatalf("FanOutStatus = %+v, %v; want canceled", p, err)
+	}
+	f, err := b.in.FanOut(ctx, "flows", fan)
+	if err != nil || f.State.String() != "canceled" || f.Children != 3 || f.Done != 0 {
+		t.Errorf("FanOut = %+v (%v), %v; want canceled, 0 of 3 done", f, f.State, err)
+	}
+}
+
+// FlowCanceled was added last, so that the states before it keep their
+// numbers for a caller that stored them.
+func TestFlowStateNumbers(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[inspect.FlowState]string{0: "unknown", 1: "running", 2: "done", 3: "failed", 4: "canceled"} {
+		if s.String() != want {
+			t.Errorf("FlowState(%d) = %q; want %q", int(s), s, want)
+		}
+	}
+}

@@ -141,17 +141,8 @@ func ChainStatus(ctx context.Context, c *Client, id string) (ChainProgress, erro
 		return ChainProgress{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
 	ch, err := c.st.Chain(ctx, id)
-	p := ChainProgress{ID: ch.ID, Step: ch.Step, Steps: ch.Steps, Current: ch.Current, Cause: ch.Cause, Result: ch.Result}
-	switch ch.State {
-	case qstore.ChainRunning:
-		p.State = StateRunning
-	case qstore.ChainDone:
-		p.State = StateDone
-	case qstore.ChainFailed:
-		p.State = StateFailed
-	case qstore.ChainCanceled:
-		p.State = StateCanceled
-	}
+	p := ChainProgress{ID: ch.ID, Step: ch.Step, Steps: ch.Steps, Current: ch.Current, State: flowStates.Chain(ch.State),
+		Cause: ch.Cause, Result: ch.Result}
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return p, fmt.Errorf("%w: chain status: %w", ErrInvalidArgument, err)
 	}

@@ -123,17 +123,8 @@ func FanOutStatus(ctx context.Context, c *Client, id string) (FanOutProgress, er
 		return FanOutProgress{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	}
 	j, err := c.st.Join(ctx, id)
-	p := FanOutProgress{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, Cause: j.Cause, Result: j.Result}
-	switch j.State {
-	case qstore.JoinRunning:
-		p.State = StateRunning
-	case qstore.JoinDone:
-		p.State = StateDone
-	case qstore.JoinFailed:
-		p.State = StateFailed
-	case qstore.JoinCanceled:
-		p.State = StateCanceled
-	}
+	p := FanOutProgress{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, State: flowStates.Join(j.State),
+		Cause: j.Cause, Result: j.Result}
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return p, fmt.Errorf("%w: fan-out status: %w", ErrInvalidArgument, err)
 	}

@@ -1,6 +1,10 @@
 package tasks
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/worksteal/worksteal/internal/flow"
+)
 
 // State is where a chain ([ChainProgress]) or a fan-out
 // ([FanOutProgress]) is: running, done, failed or canceled.
@@ -23,6 +27,10 @@ const (
 	// no later step, no final step runs.
 	StateCanceled
 )
+
+// flowStates are the states' values for the storage's flow states
+// (internal/flow); a state the storage does not name reads as 0.
+var flowStates = flow.States[State]{Running: StateRunning, Done: StateDone, Failed: StateFailed, Canceled: StateCanceled}
 
 func (s State) String() string {
 	switch s {
