@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -493,5 +494,107 @@ func TestActionsRedisDown(t *testing.T) {
 	}
 	if rec := b.post(t, "ana", url.Values{"action": {"resume"}, "job": {"nightly"}, "token": {token}}); rec.Code != http.StatusInternalServerError {
 		t.Errorf("an action with Redis down = %d %s; want 500", rec.Code, rec.Body)
+	}
+}
+
+// A canceled chain and a canceled fan-out show canceled, as
+// tasks.ChainStatus reads them: the chain's current step and the steps
+// after it, which never run; the fan-out's children not done.
+func TestActionsCanceledFlows(t *testing.T) {
+	t.Parallel()
+	b := opsSetup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := tasks.NewClient(b.q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type args struct{ N int }
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: args{1}}, {Type: "send", Args: args{2}}, {Type: "log", Args: args{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: args{1}}, {Type: "part", Args: args{2}}, {Type: "part", Args: args{3}}},
+		tasks.Step{Type: "join", Args: args{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{chain, fan} {
+		if err := tasks.Cancel(ctx, client, id); err != nil {
+			t.Fatalf("Cancel(%s): %v", id, err)
+		}
+	}
+	page, _ := b.page(t, "ana", "?queue=mail&chain="+chain)
+	for _, want := range []string{`data-flow="chain"`, "canceled · step 1 of 3", `<li data-state="canceled">step 1: canceled · <code>` + chain,
+		`<li data-state="canceled">step 2: canceled</li>`, `<li data-state="canceled">step 3: canceled</li>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the canceled chain's page lacks %s", want)
+		}
+	}
+	page, _ = b.page(t, "ana", "?queue=mail&fanout="+fan)
+	if want := "canceled · 3 children: 0 done, 0 dead, 3 canceled"; !strings.Contains(page, want) {
+		t.Errorf("the canceled fan-out's page lacks %s", want)
+	}
+	if strings.Contains(page, "unknown") {
+		t.Errorf("the canceled fan-out's page says unknown")
+	}
+}
+
+// Text read from Redis that is not UTF-8 (a dead letter's cause and
+// payload, a registered job's name) reaches the page, which says it is
+// UTF-8, with the invalid bytes as U+FFFD, its markup escaped; and the
+// JSON document too.
+func TestActionsInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	b := opsSetup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := registry.Write(ctx, b.rdb, b.prefix, []registry.Job{{Name: "night\xff<i>ly", BudgetMS: 50, EveryMS: 60000}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.q.Enqueue(ctx, []byte("payload \xff\xc3( <b>")); err != nil {
+		t.Fatal(err)
+	}
+	items, err := b.q.Claim(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if err := b.q.Nack(ctx, it, errors.New("<script>alert(2)</script> cause \xff\xc3(")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, query := range []string{"?queue=mail", "?queue=mail&format=json"} {
+		req := httptest.NewRequest(http.MethodGet, "/ops"+query, nil)
+		req.AddCookie(&http.Cookie{Name: "session", Value: "ana"})
+		rec := httptest.NewRecorder()
+		b.d.ServeHTTP(rec, req)
+		body := rec.Body.Bytes()
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Type"), "charset=utf-8") {
+			t.Fatalf("GET %s = %d %s", query, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		if !utf8.Valid(body) {
+			i := 0
+			for i < len(body) {
+				r, n := utf8.DecodeRune(body[i:])
+				if r == utf8.RuneError && n == 1 {
+					break
+				}
+				i += n
+			}
+			t.Errorf("GET %s: the body is not UTF-8: %q", query, body[max(0, i-40):min(len(body), i+20)])
+		}
+		if strings.Contains(query, "json") {
+			continue
+		}
+		page := string(body)
+		for _, want := range []string{"&lt;script&gt;alert(2)&lt;/script&gt; cause \uFFFD(", "night\uFFFD&lt;i&gt;ly", "payload \uFFFD( &lt;b&gt;"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the page lacks %q", want)
+			}
+		}
+		if strings.Contains(page, "<script>alert(2)") || strings.Contains(page, "<i>ly") {
+			t.Errorf("the page shows markup from Redis unescaped")
+		}
 	}
 }

@@ -178,6 +178,8 @@ func flowView(ctx context.Context, in *inspect.Inspector, queue, chain, fanout s
 				st.State = "done"
 			case n == c.Step:
 				st.State, st.Item = c.State.String(), c.Current
+			case c.State == inspect.FlowCanceled: // the steps after never run
+				st.State = c.State.String()
 			}
 			f.Steps = append(f.Steps, st)
 		}
@@ -190,7 +192,11 @@ func flowView(ctx context.Context, in *inspect.Inspector, queue, chain, fanout s
 			return f
 		}
 		f.State, f.Cause = j.State.String(), j.Cause
-		f.Summary = fmt.Sprintf("%d children: %d done, %d dead, %d running or waiting", j.Children, j.Done, j.Dead, j.Children-j.Done-j.Dead)
+		rest := "running or waiting"
+		if j.State == inspect.FlowCanceled {
+			rest = "canceled"
+		}
+		f.Summary = fmt.Sprintf("%d children: %d done, %d dead, %d %s", j.Children, j.Done, j.Dead, j.Children-j.Done-j.Dead, rest)
 		return f
 	}
 	return nil
@@ -214,9 +220,9 @@ func opsItemOf(it inspect.Item) opsItem {
 		o.Flow = "fan-out child " + n
 		o.FlowLink = "?" + url.Values{"queue": {it.Queue}, "fanout": {join}}.Encode() + "#flow"
 	}
-	// html/template escapes it; invalid UTF-8 is shown as U+FFFD.
+	// html/template escapes it; ServeHTTP shows invalid UTF-8 as U+FFFD.
 	o.Cut = len(payload) > previewShown || len(it.Payload) < it.Size
-	o.Preview = strings.ToValidUTF8(string(payload[:min(len(payload), previewShown)]), "\uFFFD")
+	o.Preview = string(payload[:min(len(payload), previewShown)])
 	return o
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -97,11 +98,23 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	out := validUTF8(body.Bytes())
+	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(body.Bytes())
+		_, _ = w.Write(out)
 	}
+}
+
+// validUTF8 is what the dashboard writes of a body it declares UTF-8:
+// text read from Redis (a dead letter's cause or payload, a registered
+// name) may hold any bytes, and html/template passes invalid ones
+// through, so they go out as U+FFFD, here, once for every field.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
 }
 
 // wantsJSON: ?format= decides; else an Accept that names JSON and not
