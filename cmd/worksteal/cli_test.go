@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/tasks"
 )
 
 func TestStats(t *testing.T) {
@@ -273,8 +275,9 @@ func TestACLUsers(t *testing.T) {
 		return &g
 	}
 	read, op := as("worksteal-read"), as("worksteal-operator")
+	chain, fan := plainFlows(t, f)
 	for _, args := range [][]string{{"stats"}, {"queues"}, {"jobs"}, {"schedules"}, {"types"}, {"dead", "list", "mail"},
-		{"items", "mail", "pending"}, {"task", "show", f.dead[0]}} {
+		{"items", "mail", "pending"}, {"task", "show", f.dead[0]}, {"chain", "plain", chain}, {"fanout", "plain", fan}} {
 		read.ok(t, args...)
 	}
 	if log, err := admin.Do(ctx, "ACL", "LOG").Slice(); err != nil || len(log) != 0 {
@@ -306,6 +309,30 @@ func TestACLUsers(t *testing.T) {
 	if _, err := f.mail.Wait(ctx, f.live); !errors.Is(err, queue.ErrCanceled) {
 		t.Fatalf("Wait of the task canceled as the operator = %v, want queue.ErrCanceled", err)
 	}
+}
+
+// plainFlows enqueues a chain and a fan-out to queue plain and returns
+// their ids.
+func plainFlows(t *testing.T, f *fleet) (chain, fan string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err := queue.New(f.rdb, "plain", queue.Config{Prefix: f.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := tasks.NewClient(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []tasks.Step{{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}}
+	if chain, err = tasks.EnqueueChain(ctx, client, steps); err != nil {
+		t.Fatal(err)
+	}
+	if fan, err = tasks.EnqueueFanOut(ctx, client, steps, tasks.Step{Type: "send", Args: mailArgs{}}); err != nil {
+		t.Fatal(err)
+	}
+	return chain, fan
 }
 
 // docs/redis.md gives the grants the tests use.
@@ -399,4 +426,62 @@ func TestPreview(t *testing.T) {
 			t.Errorf("preview(%q) = %q; want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// A chain of 3 and a fan-out of 3, canceled with tasks.Cancel: chain and
+// fanout show canceled, as tasks.ChainStatus reads them, in tables and
+// in JSON.
+func TestFlows(t *testing.T) {
+	t.Parallel()
+	f, _ := localFleet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := tasks.NewClient(f.mail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{
+		{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}, {Type: "send", Args: mailArgs{To: "c"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{
+		{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}, {Type: "send", Args: mailArgs{To: "c"}}},
+		tasks.Step{Type: "send", Args: mailArgs{To: "all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := f.ok(t, "chain", "mail", chain)
+	for _, want := range []string{"running", "1 of 3", chain} {
+		if !strings.Contains(out, want) {
+			t.Errorf("chain of a running chain lacks %q:\n%s", want, out)
+		}
+	}
+	for _, id := range []string{chain, fan} {
+		if err := tasks.Cancel(ctx, client, id); err != nil {
+			t.Fatalf("Cancel(%s): %v", id, err)
+		}
+	}
+	if p, err := tasks.ChainStatus(ctx, client, chain); err != nil || p.State != tasks.StateCanceled {
+		t.Fatalf("ChainStatus = %+v, %v; want canceled", p, err)
+	}
+	out = f.ok(t, "chain", "mail", chain)
+	if !regexp.MustCompile(`(?m)^state\s+canceled$`).MatchString(out) || !strings.Contains(out, "1 of 3") {
+		t.Errorf("chain of a canceled chain:\n%s", out)
+	}
+	var c jsonChain
+	if f.okJSON(t, &c, "chain", "mail", chain); c.ID != chain || c.Queue != "mail" || c.State != "canceled" || c.Step != 1 || c.Steps != 3 || c.Current != chain {
+		t.Errorf("chain --json = %+v; want canceled at step 1 of 3", c)
+	}
+	out = f.ok(t, "fanout", "mail", fan)
+	if !regexp.MustCompile(`(?m)^state\s+canceled$`).MatchString(out) || !regexp.MustCompile(`(?m)^children\s+3$`).MatchString(out) {
+		t.Errorf("fanout of a canceled fan-out:\n%s", out)
+	}
+	var j jsonFanOut
+	if f.okJSON(t, &j, "fanout", "mail", fan); j.ID != fan || j.State != "canceled" || j.Children != 3 || j.Done != 0 {
+		t.Errorf("fanout --json = %+v; want canceled, 0 of 3 done", j)
+	}
+	f.fails(t, exitNotFound, "not found", "chain", "mail", fan+"x")
+	f.fails(t, exitNotFound, "not found", "fanout", "mail", chain)
+	f.fails(t, exitUsage, "QUEUE ID", "chain", "mail")
 }

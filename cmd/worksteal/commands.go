@@ -60,6 +60,8 @@ var commands = map[string]command{
 	"task cancel": {flags: func(fs *flag.FlagSet, o *cmdOpts) {
 		fs.StringVar(&o.queue, "queue", "", "the task's queue (default: the first registered queue that holds it)")
 	}, run: cmdTaskCancel},
+	"chain":  {run: cmdChain},
+	"fanout": {run: cmdFanOut},
 }
 
 func pageFlags(fs *flag.FlagSet, o *cmdOpts) {

@@ -41,6 +41,9 @@ dashboard and metrics):
   task show ID [--queue Q]     an item's state, attempts, cause and task
   task cancel ID [--queue Q]   cancel a task, a chain or a fan-out: never run
                                if waiting, its handler's context ended if running
+  chain QUEUE ID               a chain's state (running, done, failed, canceled)
+                               and its current step
+  fanout QUEUE ID              a fan-out's state and its children done and dead
 
 Exit codes: 0 done, 1 Redis failed, 2 bad usage, 3 no such queue, job or
 item, 4 refused by the ACL user's grant.

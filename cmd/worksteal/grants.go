@@ -7,10 +7,10 @@ package main
 // +asking are for --cluster.
 const (
 	grantRead = "ACL SETUSER worksteal-read on >PASSWORD resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all " +
-		"+evalsha +eval +time +exists +hget +hmget +hgetall +hexists +llen +lindex +lrange +zcard +zcount +zscore +zrange +hkeys +smembers " +
+		"+evalsha +eval +time +exists +hget +hmget +hgetall +hexists +llen +lindex +lrange +zcard +zcount +zscore +zmscore +zrange +hkeys +smembers " +
 		"+command +cluster|slots +asking"
 	grantOperate = "ACL SETUSER worksteal-operator on >PASSWORD resetkeys ~worksteal:* ~{worksteal:* resetchannels -@all " +
-		"+evalsha +eval +time +exists +hget +hmget +hgetall +hexists +llen +lindex +lrange +zcard +zcount +zscore +zrange +hkeys +smembers " +
+		"+evalsha +eval +time +exists +hget +hmget +hgetall +hexists +llen +lindex +lrange +zcard +zcount +zscore +zmscore +zrange +hkeys +smembers " +
 		"+command +cluster|slots +asking " +
-		"+hset +hdel +lpush +zrem +zmscore +pexpire +pttl +rpush +sadd +zadd +zrangebyscore"
+		"+hset +hdel +lpush +zrem +pexpire +pttl +rpush +sadd +zadd +zrangebyscore"
 )
