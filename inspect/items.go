@@ -161,8 +161,10 @@ func (in *Inspector) item(queue string, it qstore.ItemInfo) Item {
 }
 
 // RetryDead moves the given dead letters of queue (1 to 1000 ids) back to
-// pending, each with a fresh count of attempts, in one script call; an id
-// that is not a dead letter is skipped. It returns how many it moved.
+// pending, each with a fresh count of attempts and in its priority's
+// lane, in one script call, as [queue.Queue.RequeueDead] moves the
+// oldest; an id that is not a dead letter is skipped. It returns how many
+// it moved.
 func (in *Inspector) RetryDead(ctx context.Context, queue string, ids ...string) (int, error) {
 	st, err := in.queue(ctx, queue)
 	if err != nil {
@@ -185,9 +187,10 @@ func (in *Inspector) PurgeDead(ctx context.Context, queue string, ids ...string)
 }
 
 // RunDelayed makes the given delayed items of queue (1 to 1000 ids)
-// pending now, as if they were due, in one script call: the next claim
-// takes them. An id that is not delayed is skipped. It returns how many
-// it moved.
+// pending now, each in its priority's lane, as if they were due, in one
+// script call, as [queue.Queue.Promote] moves those that are due: the
+// next claims take them, by their priorities' weights. An id that is not
+// delayed is skipped. It returns how many it moved.
 func (in *Inspector) RunDelayed(ctx context.Context, queue string, ids ...string) (int, error) {
 	st, err := in.queue(ctx, queue)
 	if err != nil {

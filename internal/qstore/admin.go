@@ -11,8 +11,10 @@ import (
 )
 
 // The operators' face of a queue (package inspect): items listed by state
-// and by id, and dead letters acted on by id. Every read is one read-only
-// script, so that a page is one consistent snapshot.
+// and by id, and dead letters and delayed items acted on by id. Every read
+// is one read-only script, so that a page is one consistent snapshot. An
+// act by id runs the script of the queue's own call (maintain.go), given
+// the ids: one path per act, whichever door it comes in by.
 var (
 	//go:embed admin_list.lua
 	adminListSource string
@@ -21,18 +23,6 @@ var (
 	//go:embed admin_item.lua
 	adminItemSource string
 	adminItemScript = redis.NewScript(readyAtSource + adminItemSource)
-
-	//go:embed admin_requeue.lua
-	adminRequeueSource string
-	adminRequeueScript = redis.NewScript(adminRequeueSource)
-
-	//go:embed admin_promote.lua
-	adminPromoteSource string
-	adminPromoteScript = redis.NewScript(adminPromoteSource)
-
-	//go:embed admin_purge.lua
-	adminPurgeSource string
-	adminPurgeScript = redis.NewScript(adminPurgeSource)
 )
 
 // Client returns the queue's Redis client.
@@ -152,32 +142,34 @@ func itemInfo(r []any, state State) ItemInfo {
 // fresh count of attempts; an id that is not a dead letter is skipped. It
 // returns how many it moved.
 func (q *Store) RequeueDeadIDs(ctx context.Context, ids []string) (int, error) {
-	return q.runIDs(ctx, "requeue dead", adminRequeueScript, []string{q.k.dead, q.k.pending, q.k.attempts, q.k.causes, q.k.ready}, ids)
+	return q.runIDs(ctx, "requeue dead", requeueScript, q.k.requeueKeys, ids)
 }
 
 // PurgeDeadIDs deletes the given dead letters; an id that is not a dead
 // letter is skipped. It returns how many it deleted.
 func (q *Store) PurgeDeadIDs(ctx context.Context, ids []string) (int, error) {
-	return q.runIDs(ctx, "purge dead", adminPurgeScript, q.k.purgeKeys, ids)
+	return q.runIDs(ctx, "purge dead", purgeScript, q.k.purgeKeys, ids)
 }
 
 // PromoteIDs moves the given delayed items to pending now, as if they
 // were due; an id that is not delayed is skipped. It returns how many it
 // moved.
 func (q *Store) PromoteIDs(ctx context.Context, ids []string) (int, error) {
-	return q.runIDs(ctx, "promote", adminPromoteScript, []string{q.k.delayed, q.k.pending, q.k.ready}, ids)
+	return q.runIDs(ctx, "promote", promoteScript, q.k.promoteKeys, ids)
 }
 
 func (q *Store) runIDs(ctx context.Context, op string, s *redis.Script, keys []string, ids []string) (int, error) {
 	if len(ids) == 0 || len(ids) > BatchMax {
 		return 0, fmt.Errorf("%w: %s: %d ids, want 1 to %d", ErrInvalidArgument, op, len(ids), BatchMax)
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
+	// The count first, as the script takes it (byid.lua), then the ids.
+	args := make([]any, 1, 1+len(ids))
+	args[0] = len(ids)
+	for _, id := range ids {
 		if id == "" {
 			return 0, fmt.Errorf("%w: %s: empty id", ErrInvalidArgument, op)
 		}
-		args[i] = id
+		args = append(args, id)
 	}
 	n, err := s.Run(ctx, q.rdb, keys, args...).Int()
 	return n, q.wrap(op, err)

@@ -42,7 +42,6 @@ end
 if #ids == 0 then
   return 0
 end
-local lane = priority and KEYS[1] .. ':' .. priority or KEYS[1]
 -- What this call wrote so far, for takeBack.
 local valued, limited, laned
 local function takeBack(err)
@@ -94,7 +93,7 @@ if delay > 0 then
     takeBack(r)
   end
 else
-  local r = redis.pcall('LPUSH', lane, unpack(ids))
+  local r = pushLane(redis.pcall, 'LPUSH', KEYS[1], priority, ids) -- lanes.lua
   if failed(r) then
     takeBack(r)
   end

@@ -84,7 +84,7 @@ else
     ready[#ready + 1] = ids[i]
     ready[#ready + 1] = now
   end
-  redis.call('LPUSH', KEYS[1], unpack(ids))
+  pushLane(redis.call, 'LPUSH', KEYS[1], nil, ids) -- the default lane (lanes.lua)
   redis.call('HSET', KEYS[3], unpack(ready))
 end
 if unique then

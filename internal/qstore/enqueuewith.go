@@ -22,8 +22,8 @@ var (
 	// Two scripts of one source: the unique key's functions only where
 	// they are called, since Redis makes a script's functions anew on
 	// every call (a tenth of a delayed enqueue's Redis time).
-	enqueueWithScript   = redis.NewScript(undoSource + enqueueWithSource)
-	enqueueUniqueScript = redis.NewScript(uniqueSource + undoSource + enqueueWithSource)
+	enqueueWithScript   = redis.NewScript(undoSource + lanesSource + enqueueWithSource)
+	enqueueUniqueScript = redis.NewScript(uniqueSource + undoSource + lanesSource + enqueueWithSource)
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.

@@ -56,7 +56,6 @@ end
 if chain then
   redis.call('HEXISTS', chain, '')
 end
-local lane = priority and KEYS[1] .. ':' .. priority or KEYS[1]
 -- What this call wrote so far, for takeBack.
 local valued, limited, laned
 local function takeBack(err)
@@ -97,7 +96,7 @@ if delay > 0 then
     takeBack(r)
   end
 else
-  local r = redis.pcall('LPUSH', lane, id)
+  local r = pushLane(redis.pcall, 'LPUSH', KEYS[1], priority, {id}) -- lanes.lua
   if failed(r) then
     takeBack(r)
   end

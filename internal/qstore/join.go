@@ -14,7 +14,7 @@ import (
 var (
 	//go:embed enqueuejoin.lua
 	enqueueJoinSource string
-	enqueueJoinScript = redis.NewScript(uniqueSource + enqueueJoinSource)
+	enqueueJoinScript = redis.NewScript(uniqueSource + lanesSource + enqueueJoinSource)
 
 	//go:embed join.lua
 	joinSource string

@@ -18,10 +18,20 @@ local function laneOf(pending, p)
   return pending .. ':' .. p
 end
 
--- pushPending pushes ids to pending with cmd (LPUSH: to the tail; RPUSH:
--- to the head), each to its priority's lane, keeping their order within
--- each lane. laned says whether the lanes hash exists, when the caller
--- knows (nil: one EXISTS finds out).
+-- pushLane pushes ids, all of priority p (nil or 'default': none), to
+-- p's lane with cmd (LPUSH: to the tail; RPUSH: to the head) and returns
+-- the reply of call: redis.call, or redis.pcall for a script that takes
+-- its writes back when the push fails. It is the one push to a pending
+-- list: every script that makes an item pending calls it, or pushPending,
+-- which does (pushes_internal_test.go fails on any other push).
+local function pushLane(call, cmd, pending, p, ids)
+  return call(cmd, laneOf(pending, p), unpack(ids))
+end
+
+-- pushPending pushes ids to pending with cmd, each to its priority's lane
+-- as the lanes hash has it, keeping their order within each lane. laned
+-- says whether the lanes hash exists, when the caller knows (nil: one
+-- EXISTS finds out).
 local function pushPending(pending, cmd, ids, laned)
   if #ids == 0 then
     return
@@ -31,22 +41,22 @@ local function pushPending(pending, cmd, ids, laned)
     laned = redis.call('EXISTS', lanes) == 1
   end
   if not laned then
-    redis.call(cmd, pending, unpack(ids))
+    pushLane(redis.call, cmd, pending, nil, ids)
     return
   end
   local of = redis.call('HMGET', lanes, unpack(ids))
   local groups, order = {}, {}
   for i, id in ipairs(ids) do
-    local key = laneOf(pending, of[i])
-    local g = groups[key]
+    local p = of[i] or 'default'
+    local g = groups[p]
     if not g then
       g = {}
-      groups[key] = g
-      order[#order + 1] = key
+      groups[p] = g
+      order[#order + 1] = p
     end
     g[#g + 1] = id
   end
-  for _, key in ipairs(order) do
-    redis.call(cmd, key, unpack(groups[key]))
+  for _, p in ipairs(order) do
+    pushLane(redis.call, cmd, pending, p, groups[p])
   end
 end

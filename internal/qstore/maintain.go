@@ -23,17 +23,23 @@ var (
 	tidySource string
 	tidyScript = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + tidySource)
 
+	// listed, which picks the items of the scripts that act on given ids
+	// or else on a count of items, prepended to them: one script serves
+	// the queue's call and the operators' by-id one (admin.go).
+	//go:embed byid.lua
+	byIDSource string
+
 	//go:embed promote.lua
 	promoteSource string
-	promoteScript = redis.NewScript(typesSource + lanesSource + maintainSource + promoteSource)
+	promoteScript = redis.NewScript(typesSource + lanesSource + maintainSource + byIDSource + promoteSource)
 
 	//go:embed requeue.lua
 	requeueSource string
-	requeueScript = redis.NewScript(lanesSource + requeueSource)
+	requeueScript = redis.NewScript(lanesSource + byIDSource + requeueSource)
 
 	//go:embed purge.lua
 	purgeSource string
-	purgeScript = redis.NewScript(purgeSource)
+	purgeScript = redis.NewScript(byIDSource + purgeSource)
 
 	//go:embed dead.lua
 	deadSource string

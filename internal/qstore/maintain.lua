@@ -9,9 +9,10 @@
 -- lanes.lua, which Go prepends before this).
 
 -- promoteDue moves the delayed items that are due (score <= now), the
--- earliest due first, to the tail of pending, marking them ready now.
-local function promoteDue(delayed, pending, ready, nowText, max)
-  local ids = redis.call('ZRANGEBYSCORE', delayed, '-inf', nowText, 'LIMIT', 0, max)
+-- earliest due first, or, given ids, those delayed items as if they were
+-- due, to the tail of pending, marking them ready now.
+local function promoteDue(delayed, pending, ready, nowText, max, ids)
+  ids = ids or redis.call('ZRANGEBYSCORE', delayed, '-inf', nowText, 'LIMIT', 0, max)
   if #ids == 0 then
     return 0
   end

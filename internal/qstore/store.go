@@ -20,7 +20,7 @@ import (
 var (
 	//go:embed enqueue.lua
 	enqueueSource string
-	enqueueScript = redis.NewScript(undoSource + enqueueSource)
+	enqueueScript = redis.NewScript(undoSource + lanesSource + enqueueSource)
 
 	// undoSource holds undoable, which the enqueue scripts write with,
 	// prepended to them.
@@ -145,11 +145,19 @@ func newKeys(prefix, name string) keys {
 	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
-	k.purgeKeys = []string{k.dead, k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits, k.lanes}
+	k.purgeKeys = append([]string{k.dead}, k.itemHashes()...)
 	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
 	k.cancelKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.limits, k.canceled, k.tombstones}
 	return k
+}
+
+// itemHashes are the hashes that keep fields of an item by its id, but
+// for an acked item's result: a purge deletes its field from each of them
+// (purge.lua takes them all, whatever their number). A new hash of that
+// kind goes here, so that no purge leaves its fields behind.
+func (k keys) itemHashes() []string {
+	return []string{k.values, k.attempts, k.causes, k.ready, k.waiting, k.limits, k.lanes}
 }
 
 // unique is the key of the lock a unique key takes (see EnqueueWith): a
