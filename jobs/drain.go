@@ -119,7 +119,15 @@ const (
 // are canceled, one read per batch per 100 ms whatever the number of
 // handlers (a subscription would hold a connection per process for a
 // rare event). What the handler returns then is dropped: the cancel
-// ended the item.
+// ended the item. An item canceled once claimed but before it starts
+// never starts once Cancel returned nil: the same read covers the
+// batch's items yet to start and those of the batch claimed ahead, an
+// item starts only within 150 ms of the sending of a read that found it
+// not canceled (its claim or a poll; past that, its start reads first,
+// which the polls make rare), and Cancel of a leased item waits those
+// 150 ms before it returns. It is passed over, settled as a canceled
+// running item is (the settle finds its claim ended), and the items
+// after it start as they would have.
 //
 // A panicking handler does not lose its item: the panic is recovered and
 // the item nacked with it as cause; the slice goes on with the next item,
@@ -232,6 +240,9 @@ type drainBatch struct {
 	// Redis's TIME up), so counted from then the end is never later than
 	// Redis's, whatever the skew.
 	leaseEnd time.Time
+	// watch keeps canceled items from starting, and ends the contexts of
+	// running ones (see cancelWatch).
+	watch *cancelWatch
 }
 
 // Run works in batches, and overlaps Redis's work with the handlers':
@@ -262,9 +273,15 @@ func (j *drainJob) Run(ctx context.Context) (recruiter.Report, error) {
 		var st stepResult
 		var stepping sync.WaitGroup
 		if len(handled) > 0 || ahead > 0 {
-			stepping.Go(func() { st = j.step(ctx, handled, ahead) })
+			running := cur.watch
+			stepping.Go(func() {
+				st = j.step(ctx, handled, ahead)
+				if st.next != nil {
+					running.follow(st.next.watch) // its polls read the next batch's items too
+				}
+			})
 		}
-		outcomes := j.handle(ctx, s, cur.items, cur.leaseEnd)
+		outcomes := j.handle(ctx, s, cur)
 		stepping.Wait()
 		s.absorb(st)
 		// A settle goes on while the next batch is claimed and handled:
@@ -400,6 +417,8 @@ func (j *drainJob) step(ctx context.Context, outcomes []qstore.Settlement, n int
 				items:    claimed.Items,
 				full:     len(claimed.Items) == n || claimed.More,
 				leaseEnd: began.Add(j.q.Config().Lease),
+				// The claim found the items not canceled no sooner than began.
+				watch: j.watchCancels(ctx, claimed.Items, began),
 			}
 		}
 	}
@@ -489,18 +508,22 @@ func (j *drainJob) fitIn(avail, mean time.Duration, handlers int) int {
 	return int(min(int64(j.cfg.Batch), int64(avail/mean)*int64(handlers)))
 }
 
-// handle runs the handler on items, up to s.handlers at once, starting
-// them in order while the budget lasts and while the batch's lease fits
-// the slowest item so far and the finish; it returns the outcomes of the
-// items it started, a prefix of items. Once the slice knows how long an
-// item takes, it starts one only if it fits in the budget left; the first
-// items of a slice start blind, so that an item slower than any budget
-// still runs. A started handler is not cut at the budget: its context
-// ends leaseMargin before the lease, since a settle or release that
-// reaches Redis after the lease is thrown away (a claim or Tidy hands the
-// items back, counting the attempt, and another claim may own them by
+// handle runs the handler on the batch's items, up to s.handlers at once,
+// starting them in order while the budget lasts and while the batch's
+// lease fits the slowest item so far and the finish; it returns the
+// outcomes of the items it started or found canceled, a prefix of items. A
+// canceled item's outcome is the error ErrCanceled, whose settle finds its
+// claim ended, as that of a handler whose item was canceled while it ran;
+// the items after it start as they would have. Once the slice knows how
+// long an item takes, it starts one only if it fits in the budget left;
+// the first items of a slice start blind, so that an item slower than any
+// budget still runs. A started handler is not cut at the budget: its
+// context ends leaseMargin before the lease, since a settle or release
+// that reaches Redis after the lease is thrown away (a claim or Tidy hands
+// the items back, counting the attempt, and another claim may own them by
 // then).
-func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Item, leaseEnd time.Time) []qstore.Settlement {
+func (j *drainJob) handle(ctx context.Context, s *drainSlice, batch *drainBatch) []qstore.Settlement {
+	items, leaseEnd := batch.items, batch.leaseEnd
 	if len(items) == 0 {
 		return nil
 	}
@@ -514,20 +537,31 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 		next    int        // items[:next] are started
 		stopped bool
 	)
-	// take hands out the next item to start, or -1 once none may.
-	take := func() int {
+	watch := batch.watch // see cancelwatch.go
+	watch.begin()
+	defer watch.close()
+	// take hands out the next item to start and its handler's context,
+	// passing over canceled ones, or -1 once none may start.
+	take := func() (int, context.Context) {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped || next == len(items) || !j.mayStart(ctx, s, leaseEnd) {
-			stopped = true
-			return -1
+		for !stopped && next < len(items) && j.mayStart(ctx, s, leaseEnd) {
+			ictx, verdict := watch.start(hctx, next)
+			if verdict == startUnread {
+				break
+			}
+			next++
+			if verdict == startCanceled {
+				outcomes[next-1] = qstore.Settlement{Item: items[next-1], Err: qstore.ErrCanceled}
+				continue
+			}
+			s.started++
+			return next - 1, ictx
 		}
-		s.started++
-		next++
-		return next - 1
+		stopped = true
+		watch.halt()
+		return -1, nil
 	}
-	watch := j.watchCancels(ctx, items) // see cancelwatch.go
-	defer watch.close()
 	workers, tiny := j.workers(s, len(items))
 	// The handlers' CPU is sampled unless one handler at most may run
 	// anyway, or the items are too short for its cost.
@@ -535,9 +569,8 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, items []qstore.Ite
 	var cpu cpuSample // guarded by mu
 	work := func() {
 		var ran time.Duration // since this goroutine last yielded
-		for i := take(); i >= 0; i = take() {
+		for i, ictx := take(); i >= 0; i, ictx = take() {
 			it := items[i]
-			ictx := watch.track(hctx, i)
 			began := time.Now()
 			probe := startCPUProbe(measure && i%cpuSampleEvery == 0)
 			result, follow, err := j.call(ictx, s, &mu, it)

@@ -4,7 +4,12 @@ import "context"
 
 // Cancel ends the item id for good, in one script call, wherever it is:
 // pending, delayed (or waiting for a retry) or leased. A canceled item
-// is never claimed again, its waiters ([Queue.Wait]) return an error
+// is never claimed again; one that a [github.com/worksteal/worksteal/jobs.Drain]
+// has claimed but not started never starts once Cancel returned nil
+// (Cancel of a leased item returns about 150 ms after its script ran, or
+// an error wrapping ctx's error if ctx ends first: the drain may start a
+// claimed item that long after a read that did not see the cancel); its
+// waiters ([Queue.Wait]) return an error
 // wrapping [ErrCanceled] at once, and a unique key it holds is free. A
 // leased item's lease ends at once: a settle of that claim changes
 // nothing ([SettleResult].Canceled counts it), and a [github.com/worksteal/worksteal/jobs.Drain]

@@ -10,11 +10,15 @@ import (
 
 // Cancel cancels the task id, or the chain or fan-out it names, in one
 // script call: a pending or delayed task (one waiting for a retry too)
-// is removed and never runs; a running one's handler context ends, with
-// [queue.ErrCanceled] as its cause ([context.Cause]), within the bound
-// that package jobs states (a poll of 100 ms and a round trip), on
-// whichever process runs it, and whatever it returns then is dropped: it
-// is neither retried nor dead-lettered. Either way the task's waiters
+// is removed and never runs; one that a drain has claimed but not yet
+// started never starts once Cancel returned nil; a running one's handler
+// context ends, with [queue.ErrCanceled] as its cause ([context.Cause]),
+// within the bound that package jobs states (a poll of 100 ms and a round
+// trip), on whichever process runs it, and whatever it returns then is
+// dropped: it is neither retried nor dead-lettered. Cancel of a claimed
+// or running task returns about 150 ms after its script ran (or, if ctx
+// ends first, an error wrapping ctx's: the task is canceled but may yet
+// start). Either way the task's waiters
 // ([Call], [queue.Queue.Wait], [WaitChain], [WaitFanOut]) return an
 // error wrapping queue.ErrCanceled at once, and its [Unique] key is free.
 //

@@ -169,16 +169,19 @@
 // # Cancellation
 //
 // [Cancel] ends a task for good, in one script call, from any process: a
-// pending or delayed task (or one waiting for a retry) never runs; a
-// running one's handler context ends with [queue.ErrCanceled] as its
-// cause ([context.Cause]) within a poll of 100 ms and a round trip,
-// whichever process runs it (a drain polls which of its running tasks
-// are canceled, one read per batch per 100 ms: see package jobs; the
-// measured p50 and p99 are in BENCHMARKS.md), and what it returns then
-// is dropped: never retried, never dead-lettered. Its waiters ([Call],
-// [WaitChain], [WaitFanOut], [queue.Queue.Wait]) return an error
-// wrapping queue.ErrCanceled at once, and its [Unique] key is free. A
-// chain's id cancels its current step, so no later step runs; a
+// pending or delayed task (or one waiting for a retry) never runs, nor
+// does one that a drain has claimed but not started (Cancel of a claimed
+// or running task returns 150 ms after its script, the time a drain may
+// still start a claimed task on a read that did not see the cancel: see
+// package jobs); a running one's handler context ends with
+// [queue.ErrCanceled] as its cause ([context.Cause]) within a poll of 100
+// ms and a round trip, whichever process runs it (a drain polls which of
+// its running tasks are canceled, one read per batch per 100 ms: see
+// package jobs; the measured p50 and p99 are in BENCHMARKS.md), and what
+// it returns then is dropped: never retried, never dead-lettered. Its
+// waiters ([Call], [WaitChain], [WaitFanOut], [queue.Queue.Wait]) return
+// an error wrapping queue.ErrCanceled at once, and its [Unique] key is
+// free. A chain's id cancels its current step, so no later step runs; a
 // fan-out's id, or a child's, cancels its unfinished children and its
 // final step, which never runs; [ChainStatus] and [FanOutStatus] read
 // [StateCanceled].

@@ -8,16 +8,24 @@
 -- (its final item's); a join's child "JOIN.n" names its join
 -- ARGV[2]: result retention ms, how long a canceled record is kept
 -- ARGV[3]: wake-up list ttl ms
--- Returns {code, canceled, running}: code is the state of the item that
--- names the whole (the item; a chain's current step; a join's final item)
--- before this call: 1 canceled here, 2 canceled here while leased, 3
--- canceled before, 4 acked (its result kept), 5 dead, 0 unknown; canceled
--- counts the items this call canceled, running those of them leased.
+-- ARGV[4]: the start fence ms (StartFence in cancel.go)
+-- Returns {code, canceled, running, fence}: code is the state of the item
+-- that names the whole (the item; a chain's current step; a join's final
+-- item) before this call: 1 canceled here, 2 canceled here while leased,
+-- 3 canceled before, 4 acked (its result kept), 5 dead, 0 unknown;
+-- canceled counts the items this call canceled, running those of them
+-- leased; fence is how long, ms, the caller waits before it returns, so
+-- that a drain holding a leased item never starts it after that: the
+-- whole fence when this call ended a lease, what is left of it when an
+-- earlier call canceled an item (its record's score, less the retention,
+-- is when), else 0.
 -- A canceled item loses its value, its lease (and its place in its
 -- type's limits: types.lua, which Go prepends), its delay; its attempt
 -- count, cause, ready time, own limit and lane; its id goes to canceled,
 -- which Wait, Chain and Join read, and which a drain running it polls;
--- its waiters wake. A unique key it held is free, as its holder has no
+-- its waiters wake (and a drain that claimed it and has not started it
+-- never does once the caller waited out the fence: see StartFence in
+-- cancel.go). A unique key it held is free, as its holder has no
 -- value (unique.lua). A pending or set-aside id stays in its list as a
 -- tombstone, so that a cancel costs O(1) whatever the list's length: the
 -- claim that meets it drops it (claim.lua, claimtyped.lua).
@@ -29,7 +37,8 @@
 -- expired canceled records; the key expires with its last.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local id, retention, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local id, retention, ttl, fenceMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local fence = 0
 local tag = tagOf(KEYS[1])
 local lanes = tag .. ':lanes'
 
@@ -60,7 +69,10 @@ end
 
 local function cancelOne(x, listed)
   if redis.call('HEXISTS', KEYS[2], x) == 0 then
-    if redis.call('ZSCORE', KEYS[11], x) then
+    local kept = tonumber(redis.call('ZSCORE', KEYS[11], x))
+    if kept then
+      local left = kept - retention + fenceMs - now
+      fence = math.max(fence, math.min(math.max(left, 0), fenceMs))
       return 3
     end
     local stored = redis.call('HGET', KEYS[9], x)
@@ -82,6 +94,7 @@ local function cancelOne(x, listed)
     -- Leased: its handler's settle will find its claim gone.
     redis.call('ZREM', KEYS[1], x)
     letGo(tag, {x}, nil, nil)
+    fence = fenceMs
     code = 2
   elseif redis.call('ZREM', KEYS[6], x) == 0 and listed then
     redis.call('SADD', KEYS[12], x)
@@ -113,4 +126,4 @@ end
 if canceled > 0 and redis.call('PTTL', KEYS[11]) < retention then
   redis.call('PEXPIRE', KEYS[11], retention)
 end
-return {code, canceled, running}
+return {code, canceled, running, fence}
