@@ -2,7 +2,6 @@ package stealgin
 
 import (
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -68,7 +67,7 @@ func serveDrawn(c *gin.Context, draw recruiter.Draw, classify Classifier) {
 	c.Request = c.Request.WithContext(ctx)
 	below := c.Writer
 	w := &writer{ResponseWriter: below, status: below.Status(), size: below.Size(), below: flushing{below}}
-	resp := httpexit.Hold(&w.below, c.Request.Method == http.MethodHead)
+	resp := httpexit.Hold(&w.below, c.Request)
 	w.held = resp.Writer()
 	c.Writer = w
 	sent := false

@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,4 +190,128 @@ func TestFiltersAddUp(t *testing.T) {
 	}
 	stealtest.Get(t, srv.URL+"/item", nil)
 	rig.NextRun(t)
+}
+
+// TestBodilessResponsesOnHTTP2: a drawn 204 or 304 (http.ServeContent's
+// and http.ServeFile's to a conditional GET, a handler's 204) reaches the
+// client as it does without the middleware, on HTTP/1.1 and on HTTP/2:
+// there a flushed one went out without the end of its stream, and the
+// client read a body of unknown length (ContentLength -1, and a dump with
+// "Connection: close"). In inline mode the client has the whole response
+// while the slice runs, which for such a response on HTTP/2 is in the
+// background.
+func TestBodilessResponsesOnHTTP2(t *testing.T) {
+	t.Parallel()
+	modified := time.Date(2024, time.May, 1, 12, 0, 0, 0, time.UTC)
+	file := filepath.Join(t.TempDir(), "page.txt")
+	if err := os.WriteFile(file, []byte("a page"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(file, modified, modified); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/content", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		http.ServeContent(w, r, "page.txt", modified, strings.NewReader("a page"))
+	})
+	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, file) })
+	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	since := modified.Format(http.TimeFormat)
+	requests := []struct {
+		name, path, header, value string
+		status                    int
+	}{
+		{"ServeContent If-None-Match", "/content", "If-None-Match", `"v1"`, http.StatusNotModified},
+		{"ServeContent If-Modified-Since", "/content", "If-Modified-Since", since, http.StatusNotModified},
+		{"ServeFile", "/file", "If-Modified-Since", since, http.StatusNotModified},
+		{"WriteHeader(204)", "/empty", "", "", http.StatusNoContent},
+	}
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			t.Parallel()
+			rig := stealtest.New(t, inline)
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			rig.SetJob(func(context.Context) (recruiter.Report, error) {
+				started <- struct{}{}
+				<-release // the client must have the whole response meanwhile
+				return recruiter.Report{}, nil
+			})
+			rig.Draw()
+			type pair struct{ with, without *httptest.Server }
+			servers := map[bool]pair{}
+			for _, h2 := range []bool{false, true} {
+				servers[h2] = pair{serveOn(t, rig.Wrap(stealhttp.Middleware(rig.Rec)(mux)), h2), serveOn(t, mux, h2)}
+			}
+			t.Cleanup(func() { close(release) }) // before the servers close: they wait for their handlers
+			for _, h2 := range []bool{false, true} {
+				for _, rq := range requests {
+					name := fmt.Sprintf("%s, HTTP/2 %v", rq.name, h2)
+					rig.ForgetCoolOffs()
+					want := summary(t, servers[h2].without, rq.path, rq.header, rq.value, h2)
+					if !strings.HasPrefix(want, fmt.Sprintf("%d, Content-Length 0,", rq.status)) {
+						t.Fatalf("%s, without the middleware: %s; the test expects %d and Content-Length 0", name, want, rq.status)
+					}
+					if got := summary(t, servers[h2].with, rq.path, rq.header, rq.value, h2); got != want {
+						t.Errorf("%s differs with the middleware:\n%s\nwithout:\n%s", name, got, want)
+					}
+					select {
+					case <-started:
+					case <-time.After(5 * time.Second):
+						t.Fatalf("%s: no slice started within 5s", name)
+					}
+					// An inline slice that held the response back until
+					// the client gave up on it would have been declared hung.
+					if hung := rig.Rec.Stats().Jobs[0].Hung; hung != 0 {
+						t.Fatalf("%s: the client had the response only once its slice was declared hung", name)
+					}
+					release <- struct{}{}
+					rig.Settle(t)
+				}
+			}
+		})
+	}
+}
+
+// serveOn serves h on a test server closed at cleanup: over TLS on
+// HTTP/2 with h2, else on HTTP/1.1.
+func serveOn(t *testing.T, h http.Handler, h2 bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	if h2 {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// summary GETs path on srv with one request header (if named) and sums up
+// what the client read: status, ContentLength, header but Date, and the
+// dump of it all, body included.
+func summary(t *testing.T, srv *httptest.Server, path, header, value string, h2 bool) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header != "" {
+		req.Header.Set(header, value)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if h2 != (resp.ProtoMajor == 2) {
+		t.Fatalf("GET %s was served on %s", path, resp.Proto)
+	}
+	resp.Header.Del("Date")
+	raw, err := httputil.DumpResponse(resp, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d, Content-Length %d, header %v, dump:\n%s", resp.StatusCode, resp.ContentLength, resp.Header, raw)
 }

@@ -50,7 +50,11 @@
 //     request's context, so the end may follow the slice's start: on
 //     loopback, on a shared 2-core machine, it did for up to 3.4 % of fast
 //     exits, by at most 0.71 ms (p99 at most 0.11 ms;
-//     BenchmarkEndAfterSliceStart, BENCHMARKS.md).
+//     BenchmarkEndAfterSliceStart, BENCHMARKS.md). A 204 or 304 is not
+//     flushed (its headers would go without the stream's end, and the
+//     client would read a body of unknown length): it goes out whole once
+//     the handler has returned, as without the middleware, so it too may
+//     follow the slice's start.
 //   - Under a writer that cannot flush (http.TimeoutHandler's), the
 //     response is sent by the writer's owner after the middleware, and
 //     the slice may start before it.
@@ -64,7 +68,8 @@
 // same way, then runs the slice before returning: the client has the
 // whole response first, but for the last chunk of a chunked HTTP/1.1
 // response and the end of an HTTP/2 stream, which follow the slice. A
-// writer that cannot flush sends the slice to the background instead.
+// writer that cannot flush, or a 204 or 304 on HTTP/2, sends the slice to
+// the background instead.
 // "Follows" means at most the job's budget plus two of the recruiter's
 // Redis calls (each bounded by RedisTimeout) later, for a job that stops
 // when its context ends; one that ignores it holds the response until the

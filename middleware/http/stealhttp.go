@@ -38,7 +38,7 @@ func Middleware(rec *recruiter.Recruiter, opts ...Option) func(http.Handler) htt
 func serveDrawn(draw recruiter.Draw, classify Classifier, next http.Handler, w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	r = r.WithContext(draw.Context(r.Context()))
-	resp := httpexit.Hold(w, r.Method == http.MethodHead)
+	resp := httpexit.Hold(w, r)
 	returned := false
 	defer func() {
 		if !returned {

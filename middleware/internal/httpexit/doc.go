@@ -18,8 +18,10 @@
 // sees the same bytes at the same time as without it. After a fast exit,
 // [Response.Send] writes the held response with its Content-Length, as
 // net/http would have set it, and flushes, so that the response is
-// complete on an HTTP/1.1 connection before the handler returns. After any
-// other response, [Response.Release] hands it on as written.
+// complete on an HTTP/1.1 connection before the handler returns. On
+// HTTP/2 it leaves a 204 or 304 unflushed: net/http ends its stream with
+// the headers only once the handler has returned. After any other
+// response, [Response.Release] hands it on as written.
 //
 // What cannot be held (a body past the buffer without a Content-Length, a
 // handler's flush, trailers) is chunked on HTTP/1.1, and its last chunk

@@ -3,6 +3,7 @@ package httpexit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"maps"
 	"net"
@@ -22,6 +23,9 @@ import (
 // Content-Length from net/http without us, so holding it is invisible.
 const holdMax = 2048
 
+// errNotFlushed is Send's answer for a response it does not flush.
+var errNotFlushed = errors.New("httpexit: a 204 or 304 on HTTP/2 goes out when the handler returns")
+
 type state uint8
 
 const (
@@ -37,6 +41,7 @@ type Response struct {
 	w        http.ResponseWriter // the writer below
 	wrapped  http.ResponseWriter // the writer the handler gets
 	head     bool                // a HEAD request: net/http drops its body
+	h2       bool                // HTTP/2 or later: a flush cannot end a stream
 	state    state
 	status   int         // the first final status written, 0 for none yet
 	explicit bool        // the held status was written, not implied by a write
@@ -50,12 +55,12 @@ type Response struct {
 	writesBuf [4]int
 }
 
-// Hold returns a Response for w; head reports a HEAD request. The
-// handler is to write to [Response.Writer], and one of [Response.Send]
-// (a fast exit, see [Response.Enlist]) or [Response.Release] (any other
-// response) is to follow once it has returned.
-func Hold(w http.ResponseWriter, head bool) *Response {
-	r := &Response{w: w, head: head}
+// Hold returns a Response for w, the writer of req. The handler is to
+// write to [Response.Writer], and one of [Response.Send] (a fast exit, see
+// [Response.Enlist]) or [Response.Release] (any other response) is to
+// follow once it has returned.
+func Hold(w http.ResponseWriter, req *http.Request) *Response {
+	r := &Response{w: w, head: req.Method == http.MethodHead, h2: req.ProtoMajor >= 2}
 	r.body, r.writes = r.bodyBuf[:0], r.writesBuf[:0]
 	r.wrapped = httpsnoop.Wrap(w, httpsnoop.Hooks{
 		WriteHeader: func(httpsnoop.WriteHeaderFunc) httpsnoop.WriteHeaderFunc { return r.writeHeader },
@@ -116,8 +121,8 @@ func (r *Response) Hijacked() bool { return r.state == hijacked }
 // Enlist sends a fast exit's response ([Response.Send]), then hands the
 // slice to the recruiter with draw.Enlist(ctx, ...): in background mode
 // the slice starts once ctx is done; in inline mode it runs now, unless
-// the response could not be flushed, as under http.TimeoutHandler, and
-// then it goes to the background.
+// the response was not flushed (a 204 or 304 on HTTP/2) or could not be
+// (as under http.TimeoutHandler), and then it goes to the background.
 func (r *Response) Enlist(ctx context.Context, draw recruiter.Draw) {
 	err := r.Send()
 	draw.Enlist(ctx, func() error { return err })
@@ -127,7 +132,9 @@ func (r *Response) Enlist(ctx context.Context, draw recruiter.Draw) {
 // have one and has none (net/http would have set the same), then flushes:
 // on HTTP/1.1 a response that was held (or whose handler set its
 // Content-Length) is then complete on the connection. It returns the
-// flush's error; it does nothing to a hijacked connection.
+// flush's error, or an error without flushing a 204 or 304 on HTTP/2 or
+// later, which goes out whole when the handler returns; it does nothing
+// to a hijacked connection.
 func (r *Response) Send() error {
 	switch r.state {
 	case hijacked:
@@ -140,6 +147,13 @@ func (r *Response) Send() error {
 		r.header.Set("Content-Length", strconv.Itoa(len(r.body)))
 	}
 	r.spill()
+	if r.h2 && (r.status == http.StatusNoContent || r.status == http.StatusNotModified) {
+		// net/http's HTTP/2 server ends a stream with its HEADERS frame
+		// only once the handler has returned: flushed before, they go
+		// without END_STREAM and without a Content-Length, and the
+		// client reads a body of unknown length.
+		return errNotFlushed
+	}
 	return http.NewResponseController(r.w).Flush()
 }
 

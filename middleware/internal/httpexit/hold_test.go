@@ -64,7 +64,7 @@ func FuzzRelease(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		want, wantBody, wantFlushed := record(script(ops))
 		got, gotBody, gotFlushed := record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			resp := httpexit.Hold(w, false)
+			resp := httpexit.Hold(w, r)
 			script(ops)(resp.Writer(), r)
 			resp.Release()
 		}))
@@ -124,7 +124,7 @@ func TestSendSizesAHeldResponse(t *testing.T) {
 		}, 202, 5, ""},
 	} {
 		held := get(t, tc.method, func(w http.ResponseWriter, r *http.Request) {
-			resp := httpexit.Hold(w, r.Method == http.MethodHead)
+			resp := httpexit.Hold(w, r)
 			tc.handler(resp.Writer(), r)
 			if err := resp.Send(); err != nil {
 				t.Errorf("%s: Send: %v", tc.name, err)
@@ -163,7 +163,7 @@ func get(t *testing.T, method string, h http.HandlerFunc) string {
 func TestHijackedIsLeftAlone(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := httpexit.Hold(w, false)
+		resp := httpexit.Hold(w, r)
 		conn, rw, err := http.NewResponseController(resp.Writer()).Hijack()
 		if err != nil {
 			t.Errorf("Hijack: %v", err)

@@ -70,7 +70,7 @@ func (s *Stealer[C, H]) ServeDrawn(c C, draw recruiter.Draw, next H) error {
 	c.SetRequest(req.WithContext(ctx))
 	rt := s.Router
 	w := rt.Writer(c)
-	resp := Hold(w, req.Method == http.MethodHead)
+	resp := Hold(w, req)
 	rt.SetWriter(c, resp.Writer())
 	returned := false
 	defer func() {
