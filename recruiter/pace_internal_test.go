@@ -8,7 +8,9 @@ import (
 )
 
 // gapOf is the mean gap a process plans from a fleet's size, at Every 1 s.
-func gapOf(fleet float64) time.Duration { return time.Duration(fleet / visitsPerSlot * float64(time.Second)) }
+func gapOf(fleet float64) time.Duration {
+	return time.Duration(fleet / visitsPerSlot * float64(time.Second))
+}
 
 // pacedEntry is an automatically paced job (Every 1 s) whose process has
 // learnt a fleet of 100 (mean gap gapOf(100)), draws it 2.5 times a second,
@@ -193,7 +195,7 @@ func TestTrafficJumpBeforeAnyVisit(t *testing.T) {
 		t.Fatalf("guess %.1f with no fleet size learnt, want none", g)
 	}
 	e.pace.gapMean.Store(int64(gapOf(100))) // a visit learnt 100
-	at = at.Add(128 * time.Millisecond)           // 250 a second: ten times 25
+	at = at.Add(128 * time.Millisecond)     // 250 a second: ten times 25
 	window(e, at)
 	if g := e.pace.guess(at); g < 9 || g > 11 {
 		t.Errorf("guess %.1f after the next jump, want about 10", g)

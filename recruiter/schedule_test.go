@@ -334,7 +334,7 @@ func TestScheduleDenseFleet(t *testing.T) {
 		srv := redistest.Start(t)
 		log := &tickLog{}
 		recs := fleetOf(t, srv.Client(t), 30, cfg, "* * * * * *", log, 0)
-		time.Sleep(10 * time.Second) // the fleet settles: its count learnt
+		time.Sleep(10 * time.Second)   // the fleet settles: its count learnt
 		for _, rec := range recs[3:] { // the youngest leave, as in a Kubernetes scale-in
 			if err := rec.Shutdown(t.Context()); err != nil {
 				t.Fatal(err)
