@@ -58,7 +58,7 @@ func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *
 	if e.lock.sched {
 		s, _ := parseSchedule(cfg.Schedule) // validated at registration
 		e.ticks = newTicks(s, rcfg.tickDenseGap, now)
-		e.coolOff(e.ticks.plan(now))
+		e.coolOff(e.ticks.plan(now, false))
 	}
 	e.stats.init(now)
 	return e
@@ -190,7 +190,7 @@ func (e *entry) windowEnded(n uint64, now time.Time) {
 func (e *entry) replan(now time.Time) {
 	p := &e.pace
 	planned, fleet := p.planned.Load(), p.guess(now)
-	if fleet == 0 || e.running.Load() || e.backlog.Load() || e.pausedUntil.Load() != 0 ||
+	if fleet == 0 || e.running.Load() || e.backlog.Load() || e.pausedUntil.Load() != 0 || p.successor() ||
 		p.floor.Load() >= planned || e.coolUntil.Load() != planned {
 		return
 	}

@@ -103,6 +103,17 @@ type grant struct {
 
 	redisNow int64 // Redis's clock when it answered, unix ms
 	tick     int64 // a schedule: the latest tick taken, or skipped while paused, unix ms; 0 if none
+	carry    bool  // this process carries the job: it visits the next slot (or tick) too
+}
+
+// visit is what a visit to the job's lock tells the acquire script.
+type visit struct {
+	weight float64       // what it adds to the pacer's count of the fleet's processes (automatic pace, a schedule)
+	tick   time.Time     // a schedule: the tick it names
+	keep   time.Duration // a schedule: how long the lock's state must outlive it
+	woken  bool          // an enqueue asked for it (wake.go): it may take the lock while the job rests
+	born   int64         // a planned visit (automatic pace, a schedule): when its process started, unix µs; 0 for another
+	silent time.Duration // a planned visit: the carrier's silence after which it is taken for gone
 }
 
 // acquireKeep is how many slots a job's pace state outlives its last
@@ -119,25 +130,26 @@ type heldLock struct {
 	seat  string // the seat's field beside the lock; "" for the lock itself
 }
 
-// acquire takes the lock for a new slice, or says why not; weight is what
-// the visit adds to the pacer's count of the fleet's processes (automatic
-// pace, a schedule). A schedule's visit names its tick and how long the
-// lock's state must outlive it (keep). The heldLock holds the lock only
-// when g.state is lockTaken.
-// A woken visit (wake.go) may take the lock while the job rests.
-func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float64, tick time.Time, keep time.Duration, woken bool) (h heldLock, g grant, err error) {
+// acquire takes the lock for a new slice, or says why not. The heldLock
+// holds the lock only when g.state is lockTaken.
+func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, v visit) (h heldLock, g grant, err error) {
 	token := rand.Text()
-	mode, tickMS := "0", int64(0)
+	mode, keep, tickMS := "0", v.keep, int64(0)
 	switch {
 	case l.auto:
 		mode, keep = "1", acquireKeep*max(l.every, l.ttl)
 	case l.sched:
-		mode, tickMS = "2", tick.UnixMilli()
+		mode, tickMS = "2", v.tick.UnixMilli()
 	default:
 		keep = 0
 	}
+	born := ""
+	if v.born != 0 && mode != "0" {
+		born = strconv.FormatInt(v.born, 10)
+	}
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
-		mode, strconv.FormatFloat(weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, woken, l.slices).Slice()
+		mode, strconv.FormatFloat(v.weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, v.woken, l.slices,
+		born, v.silent.Milliseconds()).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
 	}
@@ -152,8 +164,8 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, weight float6
 }
 
 func parseGrant(reply []any) (grant, error) {
-	if len(reply) != 9 {
-		return grant{}, errors.New("not nine values")
+	if len(reply) != 10 {
+		return grant{}, errors.New("not ten values")
 	}
 	if seat, ok := reply[8].(string); !ok || len(seat) > 4 {
 		return grant{}, errors.New("malformed seat")
@@ -174,11 +186,12 @@ func parseGrant(reply []any) (grant, error) {
 	}
 	rnow, nowOK := reply[6].(int64)
 	tick, tickOK := reply[7].(int64)
-	if !nowOK || !tickOK {
-		return grant{}, errors.New("malformed clock or tick")
+	carry, carryOK := reply[9].(int64)
+	if !nowOK || !tickOK || !carryOK {
+		return grant{}, errors.New("malformed clock, tick or carry")
 	}
 	g := grant{state: lockState(n[0]), wait: bounded(n[1]), left: bounded(n[2]),
-		streak: int(min(max(streak, 0), 64)), folds: int(min(max(folds, 0), 99)), redisNow: rnow, tick: tick}
+		streak: int(min(max(streak, 0), 64)), folds: int(min(max(folds, 0), 99)), redisNow: rnow, tick: tick, carry: carry == 1}
 	if est != "" {
 		v, err := strconv.ParseFloat(est, 64)
 		if err != nil || !(v >= 0) {

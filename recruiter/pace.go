@@ -28,9 +28,20 @@ import (
 // estimate back. So a process learns the fleet's size on the round trip it makes
 // anyway. A slot no one visited counts as zero, which shortens the gaps.
 //
-// A process learns a new size only at its next visit, so after a
-// scale-in the survivors would keep the old fleet's long gaps for about
-// one of them (400 slots from 1,000 processes). But a scale-in shows
+// Random visits alone leave a slot unvisited now and then, and after a
+// scale-in the survivors keep the old fleet's long gaps until their next
+// visit (400 slots from 1,000 processes). So one process carries the job:
+// the oldest that visits (the acquire script keeps its start; a visit of
+// an older one, or any once the carrier has been silent a slot and a
+// half, takes over). The carrier visits every slot's start as well as its
+// random plan, at no weight in the count. A scale-in, which removes the
+// newest processes first (Kubernetes' rule), leaves it in place, so the
+// cadence does not depend on what the survivors know. When the carrier
+// goes anyway (a crash, a lost node), the first random visit of a
+// survivor takes over: after a shrink by k (old size over new), on
+// average k / visitsPerSlot slots on.
+//
+// A busy survivor also learns sooner than its next visit: a scale-in shows
 // locally when the traffic stays: each survivor's share of it jumps. So a
 // process counts its dismissed draws of the job in windows of rateWindow
 // and, when a window's rate is rateJump times its usual one or more,
@@ -42,10 +53,12 @@ import (
 // shrink costs more visits for a few slots: a visit that finds the count
 // unmoved ends the guess.
 
-// visitsPerSlot is what automatic pace aims for: the visits a slot gets,
-// fleet-wide. With independent visits a slot gets none with chance about
-// e^-2.5 = 8 %; each visit is one round trip.
-const visitsPerSlot = 2.5
+// visitsPerSlot is what automatic pace aims for: the random visits a slot
+// gets, fleet-wide, beside the carrier's. They keep the count and restart
+// the carrier's visits when its process is gone; a slot the carrier
+// misses goes without a visit with chance e^-1.5 = 22 %. Each visit is
+// one round trip: about 2.5 a run with the carrier's.
+const visitsPerSlot = 1.5
 
 // paceYoung is how many slots the fleet's count must have seen before a
 // process plans its gaps from it. Until then each process visits every
@@ -77,6 +90,7 @@ type pace struct {
 	gapMean  atomic.Int64 // ns: the mean gap between this process's visits, from the fleet's size
 	interval atomic.Int64 // ns: the mean gap as last planned, which a visit weighs
 	planned  atomic.Int64 // unix ns of the planned visit (at first: the job's registration)
+	resume   atomic.Int64 // unix ns of the random visit that a successor visit stands before; 0: the planned visit is random
 	late     atomic.Int64 // ns by which visits come after their plan, smoothed
 	floor    atomic.Int64 // unix ns before which the last visit said the job cannot run
 
@@ -140,6 +154,44 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	if end := now.Add(g.left); g.left > 0 && next.After(end) {
 		next = end.Add(next.Sub(end) / every * every)
 	}
+	if next.Before(until) {
+		next = until
+	}
+	p.floor.Store(until.UnixNano())
+	p.planned.Store(next.UnixNano())
+	p.resume.Store(0)
+	return next
+}
+
+// succeed plans the successor visit of a process whose visit took the
+// slot's run, at the next slot's start (now + left), before its random
+// visit (until), which it keeps for after. So a slot does not depend on
+// random visits alone: the chain of runs carries itself from slot to slot
+// at one round trip each, and random visits keep the count and restart
+// the chain when its process is gone.
+func (p *pace) succeed(now time.Time, left time.Duration, until time.Time) time.Time {
+	at := now.Add(left)
+	if !until.After(at) {
+		return until // the random visit comes first
+	}
+	p.resume.Store(until.UnixNano())
+	p.planned.Store(at.UnixNano())
+	return at
+}
+
+// successor reports whether the planned visit is a successor visit, which
+// weighs nothing in the count (the count sums random visits only).
+func (p *pace) successor() bool { return p.resume.Load() != 0 }
+
+// resumed follows a successor visit: the random visit it stood before is
+// planned again, unless the count the visit learnt fell below half the
+// fleet that plan assumed (the fleet shrank: the chain's visits fold each
+// unvisited slot as zero), in which case a fresh plan draws it sooner.
+func (p *pace) resumed(g grant, every time.Duration, now, until time.Time) time.Time {
+	if g.fleet > 0 && g.fleet/visitsPerSlot*float64(every) < float64(p.interval.Load())/2 {
+		return p.plan(g, every, now, until)
+	}
+	next := time.Unix(0, p.resume.Swap(0))
 	if next.Before(until) {
 		next = until
 	}

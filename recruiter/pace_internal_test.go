@@ -7,8 +7,13 @@ import (
 	"time"
 )
 
+// gapOf is the mean gap a process plans from a fleet's size, at Every 1 s.
+func gapOf(fleet float64) time.Duration {
+	return time.Duration(fleet / visitsPerSlot * float64(time.Second))
+}
+
 // pacedEntry is an automatically paced job (Every 1 s) whose process has
-// learnt a fleet of 100 (mean gap 40 s), draws it 2.5 times a second,
+// learnt a fleet of 100 (mean gap gapOf(100)), draws it 2.5 times a second,
 // and cools off until a visit planned far off, as after a visit at t0.
 func pacedEntry(t *testing.T, t0 time.Time) *entry {
 	t.Helper()
@@ -48,12 +53,12 @@ func TestTrafficJumpBringsTheVisitForward(t *testing.T) {
 	if g := e.pace.guess(at); g < 9 || g > 11 {
 		t.Fatalf("guessed fleet %.1f, want about 10 (100 over a tenfold jump)", g)
 	}
-	if got := time.Duration(e.pace.gapMean.Load()); got != 4*time.Second {
-		t.Errorf("mean gap %v after the jump, want 4s (10 processes, 2.5 visits a slot)", got)
+	if got := time.Duration(e.pace.gapMean.Load()); got != gapOf(10) {
+		t.Errorf("mean gap %v after the jump, want %v (10 processes)", got, gapOf(10))
 	}
-	// The next visit is the sooner of two plans, of means 40 s and 4 s:
-	// it weighs 40×4/44 s.
-	if got, want := time.Duration(e.pace.interval.Load()), 40*4*time.Second/44; got < want-time.Millisecond || got > want+time.Millisecond {
+	// The next visit is the sooner of two plans, of means gapOf(100) and
+	// gapOf(10): it weighs their product over their sum.
+	if got, want := time.Duration(e.pace.interval.Load()), time.Duration(gapOf(100).Seconds()*gapOf(10).Seconds()/(gapOf(100)+gapOf(10)).Seconds()*float64(time.Second)); got < want-time.Millisecond || got > want+time.Millisecond {
 		t.Errorf("the next visit weighs %v, want %v", got, want)
 	}
 	if p := e.pace.planned.Load(); p > planned || e.coolUntil.Load() != p {
@@ -65,8 +70,8 @@ func TestTrafficJumpBringsTheVisitForward(t *testing.T) {
 	g := grant{state: lockTaken, left: 500 * time.Millisecond, fleet: 60, folds: paceYoung}
 	next := at.Add(2 * time.Second)
 	e.pace.plan(g, time.Second, next, next)
-	if got := time.Duration(e.pace.interval.Load()); got != 4*time.Second {
-		t.Errorf("mean gap %v at a visit during the guess, want 4s", got)
+	if got := time.Duration(e.pace.interval.Load()); got != gapOf(10) {
+		t.Errorf("mean gap %v at a visit during the guess, want %v", got, gapOf(10))
 	}
 	// After guessSlots the count is trusted again.
 	later := at.Add(guessSlots*time.Second + time.Millisecond)
@@ -74,8 +79,8 @@ func TestTrafficJumpBringsTheVisitForward(t *testing.T) {
 		t.Errorf("guess %.1f after %d slots, want none", g, guessSlots)
 	}
 	e.pace.plan(g, time.Second, later, later)
-	if got := time.Duration(e.pace.interval.Load()); got != 24*time.Second {
-		t.Errorf("mean gap %v once the guess expired, want 24s (the count's 60)", got)
+	if got := time.Duration(e.pace.interval.Load()); got != gapOf(60) {
+		t.Errorf("mean gap %v once the guess expired, want %v (the count's 60)", got, gapOf(60))
 	}
 }
 
@@ -144,11 +149,11 @@ func TestTrafficJumpOnAFleetThatStayed(t *testing.T) {
 		return time.Duration(e.pace.interval.Load())
 	}
 	// 10 slots on, a shrink leaves 10 + 90 × (7/8)^9 ≈ 38 of the count.
-	if got := visit(45, 10*time.Second); got != 4*time.Second {
-		t.Errorf("mean gap %v with the count at 45 10 slots after the jump, want 4s: a shrink, as guessed", got)
+	if got := visit(45, 10*time.Second); got != gapOf(10) {
+		t.Errorf("mean gap %v with the count at 45 10 slots after the jump, want %v: a shrink, as guessed", got, gapOf(10))
 	}
-	if got := visit(100, 10*time.Second); got != 40*time.Second {
-		t.Errorf("mean gap %v with the count still at 100 10 slots after the jump, want 40s: the guess ended", got)
+	if got := visit(100, 10*time.Second); got != gapOf(100) {
+		t.Errorf("mean gap %v with the count still at 100 10 slots after the jump, want %v: the guess ended", got, gapOf(100))
 	}
 	if g := e.pace.guess(at.Add(10 * time.Second)); g != 0 {
 		t.Errorf("guess %.1f after the count disowned it, want none", g)
@@ -189,8 +194,8 @@ func TestTrafficJumpBeforeAnyVisit(t *testing.T) {
 	if g := e.pace.guess(at); g != 0 {
 		t.Fatalf("guess %.1f with no fleet size learnt, want none", g)
 	}
-	e.pace.gapMean.Store(int64(40 * time.Second)) // a visit learnt 100
-	at = at.Add(128 * time.Millisecond)           // 250 a second: ten times 25
+	e.pace.gapMean.Store(int64(gapOf(100))) // a visit learnt 100
+	at = at.Add(128 * time.Millisecond)     // 250 a second: ten times 25
 	window(e, at)
 	if g := e.pace.guess(at); g < 9 || g > 11 {
 		t.Errorf("guess %.1f after the next jump, want about 10", g)
@@ -212,7 +217,7 @@ func TestReplanWeighsTheVisitItPlans(t *testing.T) {
 		e.pace.floor.Store(0)
 		e.coolOff(planned)
 		now := t0.Add(1280 * time.Millisecond)
-		window(e, now) // tenfold: a guess of 10, a mean of 4 s
+		window(e, now) // tenfold: a guess of 10, a mean of gapOf(10)
 		weights += float64(e.pace.interval.Load())
 		gaps += float64(max(time.Unix(0, e.pace.planned.Load()).Sub(now), 0))
 	}

@@ -43,6 +43,7 @@ type Recruiter struct {
 	evictionUnread atomic.Bool              // a failed reading was logged
 	reachedRedis   atomic.Bool              // a slice's acquire succeeded: the timer may read the policy
 	registry       registryState            // what the pace timer wrote to the registry (registry.go)
+	born           int64                    // unix µs of New: the oldest process that visits a job carries it (lock_acquire.lua)
 }
 
 // roster is an immutable snapshot of the registered jobs: Register swaps
@@ -71,6 +72,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		stop:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		drained: make(chan struct{}),
+		born:    time.Now().UnixMicro(),
 	}
 	r.pressure = newPressureGate(cfg.Pressure, cfg.pressureRead)
 	r.now = cfg.now

@@ -26,13 +26,16 @@ import (
 // starts within about a second at any traffic. A visit is one round trip;
 // a process visits every tick whose gap is a minute or more (at most one
 // round trip per process per tick), and of a denser schedule a share of
-// the ticks, so that the fleet makes about tickVisits visits a tick, as
-// the pacer counts it. After an outage the first tick due is the latest:
-// one catch-up run, not one per missed tick.
+// the ticks, so that the fleet makes about tickVisits random visits a
+// tick, as the pacer counts it, beside the carrier's: as under automatic
+// pace (pace.go), the oldest process that visits carries the job and
+// visits every tick, at no weight in the count. After an outage the first
+// tick due is the latest: one catch-up run, not one per missed tick.
 
-// tickVisits is what a dense schedule aims for: visits a tick, fleet-wide.
-// A tick then goes without a visit with chance e^-4, under 2 %.
-const tickVisits = 4
+// tickVisits is what a dense schedule aims for: random visits a tick,
+// fleet-wide, beside the carrier's. A tick the carrier misses goes
+// without a visit with chance e^-3, 5 %.
+const tickVisits = 3
 
 // tickSpread spreads a tick's visits over its first milliseconds, so that
 // a fleet's processes do not all reach Redis in the same instant.
@@ -200,9 +203,11 @@ func (t *ticks) redisNow(now time.Time) time.Time {
 
 // plan picks the next visit after the latest tick known: the first tick
 // this process visits (all, or a share of a dense schedule's ticks) and
-// when, on its own clock. It records the ticks it leaves to others as
-// skipped by it.
-func (t *ticks) plan(now time.Time) time.Time {
+// when, on its own clock. A process that ran the last tick (ran) visits
+// the next one too, as its successor, weighing nothing in the count
+// unless its own share drew that tick: so a dense schedule's ticks do not
+// depend on random visits alone.
+func (t *ticks) plan(now time.Time, ran bool) time.Time {
 	last := time.UnixMilli(t.last.Load())
 	chance := 1.0
 	if fleet := t.fleet.Load(); t.sched.gap < t.dense && fleet > tickVisits {
@@ -213,11 +218,16 @@ func (t *ticks) plan(now time.Time) time.Time {
 	if tick.IsZero() {
 		tick = t.sched.next(last)
 	}
+	weight := 1 / chance
 	for i := 0; i < tickScan && chance < 1 && rand.Float64() >= chance && tick.After(rnow); i++ {
+		if ran && i == 0 {
+			weight = 0 // the successor of the tick run here
+			break
+		}
 		tick = t.sched.next(tick) // another process's turn, as likely as not
 	}
 	t.want.Store(tick.UnixMilli())
-	t.weight.Store(1 / chance)
+	t.weight.Store(weight)
 	jitter := time.Duration(rand.Int64N(int64(tickSpread)))
 	return tick.Add(-time.Duration(t.offset.Load())).Add(jitter)
 }

@@ -285,3 +285,64 @@ func TestScheduleDaylightSaving(t *testing.T) {
 		t.Errorf("spring forward: next tick %v, want %v (none on the 8th)", first, want)
 	}
 }
+
+// everyTickOnce: over [from, to), each tick a step apart ran exactly once,
+// within a second of it.
+func everyTickOnce(t *testing.T, runs []tickRun, from, to time.Time, step time.Duration) {
+	t.Helper()
+	seen := map[int64]int{}
+	for _, r := range runs {
+		seen[r.tick.UnixMilli()]++
+		if late := r.began.Sub(r.tick); late < -50*time.Millisecond || late > time.Second {
+			t.Errorf("tick %v began %v after it (process %d), want within a second and not before", r.tick.Format(time.TimeOnly), late, r.proc)
+		}
+	}
+	missing := 0
+	for tick := from; tick.Before(to); tick = tick.Add(step) {
+		switch n := seen[tick.UnixMilli()]; {
+		case n == 0:
+			missing++
+			t.Errorf("tick %v never ran", tick.Format(time.TimeOnly))
+		case n > 1:
+			t.Errorf("tick %v ran %d times", tick.Format(time.TimeOnly), n)
+		}
+	}
+	t.Logf("%d runs over %v, %d ticks missing", len(runs), to.Sub(from), missing)
+}
+
+// TestScheduleDenseFleet: of a schedule under a minute apart, each process
+// visits a share of the ticks (about four visits a tick fleet-wide), so
+// that a tick with no random visit was lost (about one run in eight of 30
+// processes on */2 lost one). The oldest process carries the ticks: it
+// visits every one. No tick is missing on a quiet fleet of 30 on */2, nor
+// after 27 of 30 leave a per-second schedule (from 2 s after the cut).
+func TestScheduleDenseFleet(t *testing.T) {
+	t.Parallel()
+	cfg := recruiter.Config{Pressure: -1} // 30 recruiters in one process read each other's load
+	t.Run("30 processes every 2 s", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		log := &tickLog{}
+		fleetOf(t, srv.Client(t), 30, cfg, "*/2 * * * * *", log, 0)
+		from := time.Now().Truncate(2 * time.Second).Add(4 * time.Second)
+		to := from.Add(30 * time.Second)
+		time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's run: a span, not a wait for an event
+		everyTickOnce(t, log.between(from, to), from, to, 2*time.Second)
+	})
+	t.Run("30 to 3 processes every second", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		log := &tickLog{}
+		recs := fleetOf(t, srv.Client(t), 30, cfg, "* * * * * *", log, 0)
+		time.Sleep(10 * time.Second)   // the fleet settles: its count learnt
+		for _, rec := range recs[3:] { // the youngest leave, as in a Kubernetes scale-in
+			if err := rec.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		from := time.Now().Truncate(time.Second).Add(2 * time.Second)
+		to := from.Add(15 * time.Second)
+		time.Sleep(time.Until(to.Add(1500 * time.Millisecond)))
+		everyTickOnce(t, log.between(from, to), from, to, time.Second)
+	})
+}

@@ -48,23 +48,25 @@ func (s *slice) recruit() (res result, hung bool) {
 	// A visit that continues this process's backlog (pace.backlog planned
 	// it) weighs nothing: the fleet's count sums the random visits that
 	// plan makes, and a streak's visits, several a slot, would swell it, so
-	// that the fleet would come back less often once the backlog ends.
-	var (
-		weight float64
-		tick   time.Time     // a schedule: the tick this visit names
-		keep   time.Duration // a schedule: how long its lock's state must outlive the visit
-	)
+	// that the fleet would come back less often once the backlog ends. Nor
+	// does a carrier's visit to the slot after the last (pace.succeed).
+	v := visit{woken: s.woken}
 	continuing := e.lock.auto && (e.backlog.Load() || s.woken)
+	successor := e.lock.auto && !continuing && e.pace.successor()
 	if e.lock.auto && !continuing {
-		weight = e.pace.weight(e.cfg.Every)
+		v.born, v.silent = r.born, e.cfg.Every+e.cfg.Every/2
+		if !successor {
+			v.weight = e.pace.weight(e.cfg.Every)
+		}
 	}
 	sent := r.now()
 	if t := e.ticks; t != nil {
-		tick, weight = t.visiting(sent), t.weight.Load()
-		keep = 2*t.sched.next(tick).Sub(tick) + time.Minute
+		v.tick, v.weight = t.visiting(sent), t.weight.Load()
+		gap := t.sched.next(v.tick).Sub(v.tick)
+		v.keep, v.born, v.silent = 2*gap+time.Minute, r.born, gap+gap/2
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	held, g, err := e.lock.acquire(lctx, r.rdb, weight, tick, keep, s.woken)
+	held, g, err := e.lock.acquire(lctx, r.rdb, v)
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("recruiter: acquire lock %s: %w", e.lock.key, err)
@@ -92,18 +94,23 @@ func (s *slice) recruit() (res result, hung bool) {
 		if planned := time.Unix(0, e.pace.planned.Load()); planned.After(s.until) {
 			s.until = planned
 		}
+	case successor:
+		s.until = e.pace.resumed(g, e.cfg.Every, s.taken, s.until)
 	case e.lock.auto:
 		s.until = e.pace.plan(g, e.cfg.Every, s.taken, s.until)
 	case t != nil:
 		t.learn(g, sent, s.taken)
 		if g.state == lockTaken {
-			s.tick = tick
-			t.lastRun.Store(tick.UnixMilli())
-			t.late.Store(int64(t.redisNow(s.taken).Sub(tick)))
+			s.tick = v.tick
+			t.lastRun.Store(v.tick.UnixMilli())
+			t.late.Store(int64(t.redisNow(s.taken).Sub(v.tick)))
 		}
 		if g.state != lockRunning {
-			s.until = t.plan(s.taken)
+			s.until = t.plan(s.taken, g.carry)
 		}
+	}
+	if e.lock.auto && !continuing && g.carry && g.streak == 0 {
+		s.until = e.pace.succeed(s.taken, g.left, s.until)
 	}
 	r.breaker.succeed()
 	e.wokenVisited(g, s.until)

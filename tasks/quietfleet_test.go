@@ -18,9 +18,10 @@ import (
 // all), runs the tasks enqueued into it: the recruiters' pace timers make
 // the visits that no fast exit made. Before the timer, no task ever ran.
 //
-// Automatic pace runs the job in about 92 % of slots (2.5 visits a slot;
-// e^-2.5 of slots get none), so a task waits at most two Everys unless
-// the slot after its enqueue was missed: most tasks must meet that bound,
+// Automatic pace runs the job in nearly every slot (the carrier visits
+// each, and random visits cover the slots it misses), so a task waits at
+// most two Everys unless the slot after its enqueue was missed: most
+// tasks must meet that bound,
 // and every one must run within eight Everys (three missed slots in a
 // row: about one in 2,000).
 func TestQuietFleetRunsTasks(t *testing.T) {

@@ -93,6 +93,21 @@ func (f *Fleet) Shrink(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
+// ShrinkOldest shuts down all but the last n recruiters: the processes
+// that started first leave, the job's carrier among them, as when a node
+// is lost or processes are killed regardless of their age. Shutdown
+// writes nothing to Redis, so for the others this is a crash.
+func (f *Fleet) ShrinkOldest(ctx context.Context, n int) error {
+	var errs []error
+	cut := len(f.recs) - n
+	for _, rec := range f.recs[:cut] {
+		errs = append(errs, rec.Shutdown(ctx))
+	}
+	f.recs = f.recs[cut:]
+	f.fresh.Store(int64(len(f.recs)))
+	return errors.Join(errs...)
+}
+
 // Close shuts the live recruiters down (Shrink did the others) and closes
 // the clients.
 func (f *Fleet) Close(ctx context.Context) error {
