@@ -65,7 +65,12 @@ type HTTPHost struct {
 func (h HTTPHost) Answers() []Answer { return append(slices.Clone(HTTPAnswers), h.Extra...) }
 
 // Serve serves the host's service on HTTP/1.1.
-func (h HTTPHost) Serve(t *testing.T, s Setup) Client { return h.serve(t, s, false) }
+func (h HTTPHost) Serve(t *testing.T, s Setup) Client { return h.serve(t, s, false, false) }
+
+// onHTTP2 is an HTTPHost whose service is served on HTTP/2 (over TLS).
+type onHTTP2 struct{ HTTPHost }
+
+func (h onHTTP2) Serve(t *testing.T, s Setup) Client { return h.serve(t, s, false, true) }
 
 // ExerciseHTTP runs [Exercise] and the scenarios of net/http against h.
 func ExerciseHTTP(t *testing.T, h HTTPHost) {
@@ -76,6 +81,9 @@ func ExerciseHTTP(t *testing.T, h HTTPHost) {
 	}{
 		{"WholeResponseBeforeABackgroundSlice", func(t *testing.T, h HTTPHost) { wholeResponseBeforeTheSlice(t, h, false) }},
 		{"WholeResponseBeforeAnInlineSlice", func(t *testing.T, h HTTPHost) { wholeResponseBeforeTheSlice(t, h, true) }},
+		// HTTP/2 frames a response's end: a 204 or 304 flushed before the
+		// handler returns reaches the client with a body of unknown length.
+		{"DrawnRequestsOnHTTP2", func(t *testing.T, h HTTPHost) { drawnRequests(t, onHTTP2{h}) }},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -104,8 +112,10 @@ type httpServer struct {
 // serve starts the service. With late, a connection holds back what the
 // server writes once its handler has returned until a slice has started
 // (or 5 s have passed): a response still unwritten when net/http starts
-// the slice is then sure to be missing when the slice starts.
-func (h HTTPHost) serve(t *testing.T, s Setup, late bool) *httpServer {
+// the slice is then sure to be missing when the slice starts. With h2 it
+// is served on HTTP/2, over TLS (a connection then records the encrypted
+// bytes).
+func (h HTTPHost) serve(t *testing.T, s Setup, late, h2 bool) *httpServer {
 	t.Helper()
 	handler := h.Handler(t, s)
 	hs := &httpServer{probes: make(chan *Probe, 64)}
@@ -123,10 +133,19 @@ func (h HTTPHost) serve(t *testing.T, s Setup, late bool) *httpServer {
 	hs.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, c)
 	}
-	hs.srv.Start()
+	transport := &http.Transport{}
+	if h2 {
+		hs.srv.EnableHTTP2 = true
+		hs.srv.StartTLS()
+		transport = hs.srv.Client().Transport.(*http.Transport).Clone()
+	} else {
+		hs.srv.Start()
+	}
 	t.Cleanup(hs.srv.Close)
-	hs.client = &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
-	hs.fresh = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	fresh := transport.Clone()
+	fresh.DisableKeepAlives = true
+	hs.client = &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	hs.fresh = &http.Client{Transport: fresh, Timeout: 10 * time.Second}
 	t.Cleanup(hs.client.CloseIdleConnections)
 	return hs
 }

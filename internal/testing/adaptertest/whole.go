@@ -51,7 +51,7 @@ func wholeResponseBeforeTheSlice(t *testing.T, h HTTPHost, inline bool) {
 		}
 		return recruiter.Report{}, nil
 	})
-	with := h.serve(t, Setup{Recruiters: []*recruiter.Recruiter{e.rig.Rec}, Around: e.around}, !inline)
+	with := h.serve(t, Setup{Recruiters: []*recruiter.Recruiter{e.rig.Rec}, Around: e.around}, !inline, false)
 	e.rig.Draw()
 	for _, a := range h.Answers() {
 		if a.Runs == 0 {

@@ -21,7 +21,12 @@ import (
 // before it starts chunking (bufferBeforeChunkingSize), which it holds
 // until the handler returns anyway. A response that fits it gets its
 // Content-Length from net/http without us, so holding it is invisible.
-const holdMax = 2048
+// HTTP/2's buffer before it frames a body is twice that
+// (http2handlerChunkWriteSize): holdMaxHTTP2.
+const (
+	holdMax      = 2048
+	holdMaxHTTP2 = 4096
+)
 
 // errNotFlushed is Send's answer for a response it does not flush.
 var errNotFlushed = errors.New("httpexit: a 204 or 304 on HTTP/2 goes out when the handler returns")
@@ -183,7 +188,7 @@ func (r *Response) writeHeader(code int) {
 
 func (r *Response) write(b []byte) (int, error) {
 	r.commit(http.StatusOK)
-	if r.state == holding && len(r.body)+len(b) > holdMax {
+	if r.state == holding && len(r.body)+len(b) > r.holdMax() {
 		r.spill()
 	}
 	if r.state != holding {
@@ -192,6 +197,14 @@ func (r *Response) write(b []byte) (int, error) {
 	r.body = append(r.body, b...)
 	r.writes = append(r.writes, len(r.body))
 	return len(b), nil
+}
+
+// holdMax is the most body r holds back, net/http's buffer for r's protocol.
+func (r *Response) holdMax() int {
+	if r.h2 {
+		return holdMaxHTTP2
+	}
+	return holdMax
 }
 
 // commit starts holding code as the response's status, with the header
