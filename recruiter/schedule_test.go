@@ -346,3 +346,42 @@ func TestScheduleDenseFleet(t *testing.T) {
 		everyTickOnce(t, log.between(from, to), from, to, time.Second)
 	})
 }
+
+// TestScheduleManyJobs: 30 processes with 20 per-second jobs each, no
+// traffic: every job's every tick runs once over 15 s, at no more than 5
+// round trips per job-tick fleet-wide (every command counted).
+func TestScheduleManyJobs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	trips := &redistest.RoundTrips{}
+	rdb.AddHook(trips)
+	const procs, jobs = 30, 20
+	logs := make([]*tickLog, jobs)
+	for j := range logs {
+		logs[j] = &tickLog{}
+	}
+	for p := range procs {
+		rec := newRecruiter(t, rdb, recruiter.Config{Pressure: -1}, nil)
+		for j, log := range logs {
+			job := log.job(p)
+			mustRegister(t, rec, recruiter.Func(fmt.Sprintf("report%d", j), job.Run), recruiter.JobConfig{Schedule: "* * * * * *"})
+		}
+	}
+	time.Sleep(5 * time.Second) // the fleet settles: its count learnt
+	from, before := time.Now().Truncate(time.Second).Add(time.Second), trips.Load()
+	to := from.Add(15 * time.Second)
+	time.Sleep(time.Until(to))
+	used := trips.Load() - before
+	time.Sleep(1500 * time.Millisecond) // the last tick's runs
+	for j, log := range logs {
+		t.Run(fmt.Sprint("job ", j), func(t *testing.T) {
+			everyTickOnce(t, log.between(from, to), from, to, time.Second)
+		})
+	}
+	if perTick := float64(used) / (jobs * 15); perTick > 5 {
+		t.Errorf("%.2f round trips per job-tick fleet-wide, want at most 5", perTick)
+	} else {
+		t.Logf("%.2f round trips per job-tick fleet-wide", perTick)
+	}
+}
