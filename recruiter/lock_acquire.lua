@@ -24,8 +24,8 @@
 -- (automatic pace), or any visit (a fixed rate), takes a seat beside it
 -- if one is free: fields s1 … s(n-1), each 'token:held' (held: Redis ms)
 -- ARGV[11]: automatic pace and a schedule: when this visit's process
--- started, unix µs ('' for a visit that is not planned: a backlog's, a
--- woken one); ARGV[12]: ms of silence after which the carrier is taken
+-- started, as 20 digits (unix µs, then a random tie-break), which compare
+-- as strings ('' for a woken visit); ARGV[12]: ms of silence after which the carrier is taken
 -- for gone. The carrier (fields carrier and carried: its start and Redis
 -- ms of its last visit) is the oldest process that visits: it visits every
 -- slot (or tick), so that a slot's run does not hang on random visits; a
@@ -141,9 +141,9 @@ end
 -- The carrier: kept while it visits, taken over by an older process or
 -- once it has been silent.
 local carry = 0
-local born = tonumber(ARGV[11])
-if born and ARGV[4] ~= '0' then
-  local carrier, carried = tonumber(f[12]), tonumber(f[13]) or 0
+local born = ARGV[11]
+if born and born ~= '' and ARGV[4] ~= '0' then
+  local carrier, carried = f[12], tonumber(f[13]) or 0
   if not carrier or born <= carrier or now - carried > tonumber(ARGV[12]) then
     redis.call('HSET', key, 'carrier', ARGV[11], 'carried', now)
     carry = 1

@@ -163,14 +163,20 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	return next
 }
 
-// succeed plans the successor visit of a process whose visit took the
-// slot's run, at the next slot's start (now + left), before its random
-// visit (until), which it keeps for after. So a slot does not depend on
-// random visits alone: the chain of runs carries itself from slot to slot
-// at one round trip each, and random visits keep the count and restart
-// the chain when its process is gone.
-func (p *pace) succeed(now time.Time, left time.Duration, until time.Time) time.Time {
-	at := now.Add(left)
+// carrierLag is how far into a slot the carrier's visit comes, as a
+// share of Every: after the random visits aimed at the slot's start (and
+// the pace timer's grace of an eighth), so that they take the runs they
+// can and the carrier runs only the slots they left, not half of all
+// runs; early enough that its run's lock ends within the slot.
+const carrierLag = 1.0 / 16
+
+// succeed plans the carrier's visit to the next slot (now + left, lagged
+// by carrierLag) before its random visit (until), which it keeps for
+// after. So a slot does not depend on random visits alone: the carrier
+// visits each at one round trip, and random visits keep the count and
+// restart the carrier's visits when its process is gone.
+func (p *pace) succeed(now time.Time, left, every time.Duration, until time.Time) time.Time {
+	at := now.Add(left + time.Duration(carrierLag*float64(every)))
 	if !until.After(at) {
 		return until // the random visit comes first
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,7 @@ type Recruiter struct {
 	evictionUnread atomic.Bool              // a failed reading was logged
 	reachedRedis   atomic.Bool              // a slice's acquire succeeded: the timer may read the policy
 	registry       registryState            // what the pace timer wrote to the registry (registry.go)
-	born           int64                    // unix µs of New: the oldest process that visits a job carries it (lock_acquire.lua)
+	born           string                   // when New ran, unix µs and a tie-break: the oldest process that visits a job carries it (lock_acquire.lua)
 }
 
 // roster is an immutable snapshot of the registered jobs: Register swaps
@@ -72,7 +73,9 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		stop:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		drained: make(chan struct{}),
-		born:    time.Now().UnixMicro(),
+		// Microseconds and a random tie-break, fixed-width digits, so
+		// that the acquire script compares them as strings.
+		born: fmt.Sprintf("%016d%04d", time.Now().UnixMicro(), rand.IntN(10000)),
 	}
 	r.pressure = newPressureGate(cfg.Pressure, cfg.pressureRead)
 	r.now = cfg.now

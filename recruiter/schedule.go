@@ -229,6 +229,9 @@ func (t *ticks) plan(now time.Time, ran bool) time.Time {
 	t.want.Store(tick.UnixMilli())
 	t.weight.Store(weight)
 	jitter := time.Duration(rand.Int64N(int64(tickSpread)))
+	if weight == 0 {
+		jitter += tickSpread // the carrier's visit comes after the random ones: it runs the ticks they left
+	}
 	return tick.Add(-time.Duration(t.offset.Load())).Add(jitter)
 }
 

@@ -53,11 +53,12 @@ func (s *slice) recruit() (res result, hung bool) {
 	v := visit{woken: s.woken}
 	continuing := e.lock.auto && (e.backlog.Load() || s.woken)
 	successor := e.lock.auto && !continuing && e.pace.successor()
-	if e.lock.auto && !continuing {
+	if e.lock.auto && !s.woken {
+		// A backlog's visits keep the carrier's place too.
 		v.born, v.silent = r.born, e.cfg.Every+e.cfg.Every/2
-		if !successor {
-			v.weight = e.pace.weight(e.cfg.Every)
-		}
+	}
+	if e.lock.auto && !continuing && !successor {
+		v.weight = e.pace.weight(e.cfg.Every)
 	}
 	sent := r.now()
 	if t := e.ticks; t != nil {
@@ -109,8 +110,8 @@ func (s *slice) recruit() (res result, hung bool) {
 			s.until = t.plan(s.taken, g.carry)
 		}
 	}
-	if e.lock.auto && !continuing && g.carry && g.streak == 0 {
-		s.until = e.pace.succeed(s.taken, g.left, s.until)
+	if e.lock.auto && !s.woken && g.carry {
+		s.until = e.pace.succeed(s.taken, g.left, e.cfg.Every, s.until)
 	}
 	r.breaker.succeed()
 	e.wokenVisited(g, s.until)
