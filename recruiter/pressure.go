@@ -82,7 +82,7 @@ func (g *pressureGate) busy(now time.Time) bool {
 // slice back now, and counts it. The first hold starts e's clock; past
 // pressureMaxDelay the slice goes through, and the clock restarts.
 func (r *Recruiter) pressed(e *entry, now time.Time) bool {
-	if r.pressure.busy(now) {
+	if r.pressure.busy(now) && !e.tickOverdue(now) {
 		passed := e.pressurePassed.Load()
 		if passed == 0 {
 			e.pressurePassed.CompareAndSwap(0, now.UnixNano())

@@ -261,6 +261,22 @@ func (t *ticks) visiting(now time.Time) time.Time {
 	return t.sched.next(last)
 }
 
+// tickHoldMax bounds how long past its tick a local gate (the pressure
+// gate) holds a scheduled visit back: a tick held longer would be run
+// late, or by no one once the next tick is named.
+const tickHoldMax = 500 * time.Millisecond
+
+// tickOverdue reports whether the tick that e's visit at now names is
+// past its tick by tickHoldMax, or half the schedule's gap if shorter:
+// the pressure gate lets such a visit through.
+func (e *entry) tickOverdue(now time.Time) bool {
+	t := e.ticks
+	if t == nil {
+		return false
+	}
+	return t.redisNow(now).Sub(t.visiting(now)) >= min(tickHoldMax, t.sched.gap/2)
+}
+
 type tickKey struct{}
 
 // Tick returns the tick that a scheduled job's slice runs, from the

@@ -385,3 +385,34 @@ func TestScheduleManyJobs(t *testing.T) {
 		t.Logf("%.2f round trips per job-tick fleet-wide", perTick)
 	}
 }
+
+// TestScheduleThroughThePressureGate: 30 processes on a per-second
+// schedule, of which the 10 oldest (the carrier among them) or all read
+// busy all along. The gate holds a scheduled visit back for at most half
+// a second past its tick (before: up to 10 s, so that a busy carrier left
+// its ticks to random visits, and a busy fleet ran none): no tick is
+// missing, each within a second.
+func TestScheduleThroughThePressureGate(t *testing.T) {
+	t.Parallel()
+	busy := recruiter.WithPressureRead(recruiter.Config{Pressure: time.Millisecond}, func() (time.Duration, bool) { return time.Second, true })
+	for _, busyProcs := range []int{10, 30} {
+		t.Run(fmt.Sprint(busyProcs, " of 30 busy"), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			rdb := srv.Client(t)
+			log := &tickLog{}
+			for p := range 30 {
+				cfg := recruiter.Config{Pressure: -1}
+				if p < busyProcs {
+					cfg = busy
+				}
+				rec := newRecruiter(t, rdb, cfg, nil)
+				mustRegister(t, rec, log.job(p), recruiter.JobConfig{Schedule: "* * * * * *"})
+			}
+			from := time.Now().Truncate(time.Second).Add(5 * time.Second)
+			to := from.Add(15 * time.Second)
+			time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's run: a span, not a wait for an event
+			everyTickOnce(t, log.between(from, to), from, to, time.Second)
+		})
+	}
+}
