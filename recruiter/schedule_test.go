@@ -96,13 +96,7 @@ func fleetOf(t *testing.T, rdb redis.UniversalClient, n int, cfg recruiter.Confi
 // each within a second of its tick.
 func checkTicks(t *testing.T, runs []tickRun, from, to time.Time) {
 	t.Helper()
-	seen := map[int64]int{}
-	for _, r := range runs {
-		seen[r.tick.UnixMilli()]++
-		if late := r.began.Sub(r.tick); late < -50*time.Millisecond || late > time.Second {
-			t.Errorf("tick %v began %v after it (process %d), want within a second and not before", r.tick.Format(time.TimeOnly), late, r.proc)
-		}
-	}
+	seen := runsPerTick(t, runs)
 	for tick, n := range seen {
 		if n > 1 {
 			t.Errorf("tick %v ran %d times", time.UnixMilli(tick).Format(time.StampMilli), n)
@@ -286,9 +280,9 @@ func TestScheduleDaylightSaving(t *testing.T) {
 	}
 }
 
-// everyTickOnce: over [from, to), each tick a step apart ran exactly once,
-// within a second of it.
-func everyTickOnce(t *testing.T, runs []tickRun, from, to time.Time, step time.Duration) {
+// runsPerTick counts the runs of each tick (unix ms), and checks that
+// each began within a second of its tick, not before.
+func runsPerTick(t *testing.T, runs []tickRun) map[int64]int {
 	t.Helper()
 	seen := map[int64]int{}
 	for _, r := range runs {
@@ -297,6 +291,14 @@ func everyTickOnce(t *testing.T, runs []tickRun, from, to time.Time, step time.D
 			t.Errorf("tick %v began %v after it (process %d), want within a second and not before", r.tick.Format(time.TimeOnly), late, r.proc)
 		}
 	}
+	return seen
+}
+
+// everyTickOnce: over [from, to), each tick a step apart ran exactly once,
+// within a second of it.
+func everyTickOnce(t *testing.T, runs []tickRun, from, to time.Time, step time.Duration) {
+	t.Helper()
+	seen := runsPerTick(t, runs)
 	missing := 0
 	for tick := from; tick.Before(to); tick = tick.Add(step) {
 		switch n := seen[tick.UnixMilli()]; {
