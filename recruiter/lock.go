@@ -112,8 +112,8 @@ type visit struct {
 	tick   time.Time     // a schedule: the tick it names
 	keep   time.Duration // a schedule: how long the lock's state must outlive it
 	woken  bool          // an enqueue asked for it (wake.go): it may take the lock while the job rests
-	born   string        // automatic pace, a schedule: when its process started (Recruiter.born); "" for a woken visit
-	silent time.Duration // a planned visit: the carrier's silence after which it is taken for gone
+	born   string        // when its process started (Recruiter.born), to keep or claim the carrier's place; "" for a woken visit
+	silent time.Duration // the carrier's silence after which it is taken for gone
 }
 
 // acquireKeep is how many slots a job's pace state outlives its last
@@ -143,13 +143,9 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, v visit) (h h
 	default:
 		keep = 0
 	}
-	born := v.born
-	if mode == "0" {
-		born = ""
-	}
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
 		mode, strconv.FormatFloat(v.weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, v.woken, l.slices,
-		born, v.silent.Milliseconds()).Slice()
+		v.born, v.silent.Milliseconds()).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
 	}

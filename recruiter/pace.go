@@ -33,8 +33,9 @@ import (
 // visit (400 slots from 1,000 processes). So one process carries the job:
 // the oldest that visits (the acquire script keeps its start; a visit of
 // an older one, or any once the carrier has been silent a slot and a
-// half, takes over). The carrier visits every slot's start as well as its
-// random plan, at no weight in the count. A scale-in, which removes the
+// half, takes over). The carrier visits every slot, a little after the
+// random visits aimed at its start, as well as its random plan, at no
+// weight in the count. A scale-in, which removes the
 // newest processes first (Kubernetes' rule), leaves it in place, so the
 // cadence does not depend on what the survivors know. When the carrier
 // goes anyway (a crash, a lost node), the first random visit of a
@@ -154,12 +155,18 @@ func (p *pace) plan(g grant, every time.Duration, now, until time.Time) time.Tim
 	if end := now.Add(g.left); g.left > 0 && next.After(end) {
 		next = end.Add(next.Sub(end) / every * every)
 	}
+	p.resume.Store(0)
+	return p.settle(next, until)
+}
+
+// settle plans the visit at next, never before until, the time before
+// which the acquire said the job cannot run.
+func (p *pace) settle(next, until time.Time) time.Time {
 	if next.Before(until) {
 		next = until
 	}
 	p.floor.Store(until.UnixNano())
 	p.planned.Store(next.UnixNano())
-	p.resume.Store(0)
 	return next
 }
 
@@ -185,25 +192,20 @@ func (p *pace) succeed(now time.Time, left, every time.Duration, until time.Time
 	return at
 }
 
-// successor reports whether the planned visit is a successor visit, which
-// weighs nothing in the count (the count sums random visits only).
+// successor reports whether the planned visit is the carrier's visit,
+// which weighs nothing in the count (the count sums random visits only).
 func (p *pace) successor() bool { return p.resume.Load() != 0 }
 
-// resumed follows a successor visit: the random visit it stood before is
-// planned again, unless the count the visit learnt fell below half the
-// fleet that plan assumed (the fleet shrank: the chain's visits fold each
-// unvisited slot as zero), in which case a fresh plan draws it sooner.
+// resumed follows the carrier's visit: the random visit it stood before
+// is planned again, unless the count the visit learnt fell below half the
+// fleet that plan assumed (the fleet shrank: the count folds each slot
+// without a random visit as zero), in which case a fresh plan draws it
+// sooner.
 func (p *pace) resumed(g grant, every time.Duration, now, until time.Time) time.Time {
 	if g.fleet > 0 && g.fleet/visitsPerSlot*float64(every) < float64(p.interval.Load())/2 {
 		return p.plan(g, every, now, until)
 	}
-	next := time.Unix(0, p.resume.Swap(0))
-	if next.Before(until) {
-		next = until
-	}
-	p.floor.Store(until.UnixNano())
-	p.planned.Store(next.UnixNano())
-	return next
+	return p.settle(time.Unix(0, p.resume.Swap(0)), until)
 }
 
 // guessSlots is how long a fleet size guessed from a jump in traffic caps

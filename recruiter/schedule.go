@@ -203,11 +203,10 @@ func (t *ticks) redisNow(now time.Time) time.Time {
 
 // plan picks the next visit after the latest tick known: the first tick
 // this process visits (all, or a share of a dense schedule's ticks) and
-// when, on its own clock. A process that ran the last tick (ran) visits
-// the next one too, as its successor, weighing nothing in the count
-// unless its own share drew that tick: so a dense schedule's ticks do not
-// depend on random visits alone.
-func (t *ticks) plan(now time.Time, ran bool) time.Time {
+// when, on its own clock. The job's carrier (carry) visits the next tick
+// too, weighing nothing in the count unless its own share drew that tick:
+// so a dense schedule's ticks do not depend on random visits alone.
+func (t *ticks) plan(now time.Time, carry bool) time.Time {
 	last := time.UnixMilli(t.last.Load())
 	chance := 1.0
 	if fleet := t.fleet.Load(); t.sched.gap < t.dense && fleet > tickVisits {
@@ -220,8 +219,8 @@ func (t *ticks) plan(now time.Time, ran bool) time.Time {
 	}
 	weight := 1 / chance
 	for i := 0; i < tickScan && chance < 1 && rand.Float64() >= chance && tick.After(rnow); i++ {
-		if ran && i == 0 {
-			weight = 0 // the successor of the tick run here
+		if carry && i == 0 {
+			weight = 0 // the carrier's visit
 			break
 		}
 		tick = t.sched.next(tick) // another process's turn, as likely as not

@@ -50,13 +50,14 @@ func (s *slice) recruit() (res result, hung bool) {
 	// plan makes, and a streak's visits, several a slot, would swell it, so
 	// that the fleet would come back less often once the backlog ends. Nor
 	// does a carrier's visit to the slot after the last (pace.succeed).
-	v := visit{woken: s.woken}
+	// Every visit but a woken one (a backlog's too) keeps or claims the
+	// carrier's place; the script ignores it under a fixed rate.
+	v := visit{woken: s.woken, silent: e.cfg.Every + e.cfg.Every/2}
+	if !s.woken {
+		v.born = r.born
+	}
 	continuing := e.lock.auto && (e.backlog.Load() || s.woken)
 	successor := e.lock.auto && !continuing && e.pace.successor()
-	if e.lock.auto && !s.woken {
-		// A backlog's visits keep the carrier's place too.
-		v.born, v.silent = r.born, e.cfg.Every+e.cfg.Every/2
-	}
 	if e.lock.auto && !continuing && !successor {
 		v.weight = e.pace.weight(e.cfg.Every)
 	}
@@ -64,7 +65,7 @@ func (s *slice) recruit() (res result, hung bool) {
 	if t := e.ticks; t != nil {
 		v.tick, v.weight = t.visiting(sent), t.weight.Load()
 		gap := t.sched.next(v.tick).Sub(v.tick)
-		v.keep, v.born, v.silent = 2*gap+time.Minute, r.born, gap+gap/2
+		v.keep, v.silent = 2*gap+time.Minute, gap+gap/2
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	held, g, err := e.lock.acquire(lctx, r.rdb, v)
