@@ -18,9 +18,9 @@ type entry struct {
 	// started ([Finisher]); 0 for most jobs.
 	finish time.Duration
 
-	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare
+	mode        mode         // how its runs are planned: *pace, fixedRate or *ticks (mode.go)
+	share       floatBox     // of the roll: Rate, or the automatic pace's share after reshare; none for a schedule
 	coolUntil   atomic.Int64 // unix ns before which this process does not ask Redis; 0 if never
-	backlog     atomic.Bool  // the last slice here reported More: its process continues it (the timer without traffic)
 	timerAgain  atomic.Int64 // unix ns before which the pace timer does not start the job again
 	running     atomic.Bool  // a slice of this job is under way in this process
 	_           [64]byte     // keep the fields every draw reads off the counters' lines
@@ -28,8 +28,6 @@ type entry struct {
 	woken       atomic.Bool  // an enqueue here rang the job's bell: visit soon (wake.go)
 	wakeAt      atomic.Int64 // unix ns before which no woken visit starts
 	unlisten    func()       // stops hearing the bell; nil without one
-	pace        pace         // automatic pace: when this process visits the job's lock
-	ticks       *ticks       // a schedule's state; nil without one
 	stats       jobStats
 
 	pressurePassed atomic.Int64 // unix ns the job last passed the pressure gate here, or was first held; 0 if neither
@@ -37,29 +35,25 @@ type entry struct {
 
 // newEntry takes the name validated at registration: Name is called once.
 func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *entry {
-	prefix := rcfg.Prefix
 	e := &entry{
 		job:  job,
 		name: name,
 		cfg:  cfg,
-		lock: newJobLock(prefix, name, cfg),
+		lock: newJobLock(rcfg.Prefix, name, cfg),
+		mode: newMode(name, cfg, rcfg, now),
 	}
 	if f, ok := job.(Finisher); ok {
 		e.finish = min(max(f.Finish(), 0), finishMax)
 	}
-	e.share.Store(cfg.Rate) // reshare gives automatic jobs theirs
-	e.pace.planned.Store(now.UnixNano())
-	e.pace.windowStart.Store(now.UnixNano())
-	end := uint64(math.MaxUint64) // a fixed rate counts no windows
-	if e.lock.auto {
+	e.share.Store(cfg.Rate)       // reshare gives automatic jobs theirs
+	end := uint64(math.MaxUint64) // only automatic pace counts windows
+	switch m := e.mode.(type) {
+	case *pace:
 		end = rateWindow
+	case *ticks:
+		e.coolOff(m.plan(now, false))
 	}
 	e.stats.windowEnd.Store(end)
-	if e.lock.sched {
-		s, _ := parseSchedule(cfg.Schedule) // validated at registration
-		e.ticks = newTicks(s, rcfg.tickDenseGap, now)
-		e.coolOff(e.ticks.plan(now, false))
-	}
 	e.stats.init(now)
 	return e
 }
@@ -89,8 +83,8 @@ func (e *entry) coolOff(until time.Time) {
 	e.coolUntil.Store(until.UnixNano())
 }
 
-// learn takes in what an acquire said of the job's pause.
-func (e *entry) learn(g grant, now time.Time) {
+// learnPause takes in what an acquire said of the job's pause.
+func (e *entry) learnPause(g grant, now time.Time) {
 	if g.state == lockPaused {
 		e.pausedUntil.Store(now.Add(g.wait).UnixNano())
 	} else {
@@ -103,7 +97,7 @@ func (e *entry) learn(g grant, now time.Time) {
 func (e *entry) holdOff(g grant) time.Duration {
 	switch {
 	case g.state == lockTaken:
-		return g.left // automatic pace: the slot's run is ours
+		return g.left // automatic pace: the slot's run is ours (0 under the other modes)
 	case g.wait < 0:
 		// A lock without expiry, of an earlier version: not ours to judge;
 		// ask again after the longer of a lock's life and Every.
@@ -125,7 +119,7 @@ func (e *entry) holdOff(g grant) time.Duration {
 // Every, or pauseRecheck.
 func (e *entry) pauseRecheck(left time.Duration) time.Duration {
 	switch {
-	case e.lock.auto && left > 0:
+	case left > 0:
 		return left
 	case e.cfg.Every > 0:
 		return e.cfg.Every
@@ -133,28 +127,17 @@ func (e *entry) pauseRecheck(left time.Duration) time.Duration {
 	return pauseRecheck
 }
 
-// timerGrace is how long past its planned visit the timer leaves a job to
-// traffic: an eighth of Every, at most timerGraceMax, so the visit still
-// falls early in the slot it was aimed at. A backlog has none: its
-// process planned the next slice for itself; nor has a schedule: its
-// visits are planned a few milliseconds past the tick already.
-func (e *entry) timerGrace() time.Duration {
-	if e.backlog.Load() || e.lock.sched {
-		return 0
-	}
-	return min(e.cfg.Every/8, timerGraceMax)
-}
-
-// windowEnded takes in a window of rateWindow dismissed draws, which
-// ended now at the n-th: a rate rateJump times the usual one or more
-// brings the next visit forward. One draw takes it in.
+// windowEnded takes in a window of rateWindow dismissed draws of an
+// automatically paced job, which ended now at the n-th: a rate rateJump
+// times the usual one or more brings the next visit forward. One draw
+// takes it in.
 func (e *entry) windowEnded(n uint64, now time.Time) {
+	p, ok := e.mode.(*pace)
 	end := e.stats.windowEnd.Load()
-	if n < end || !e.stats.windowEnd.CompareAndSwap(end, math.MaxUint64) {
+	if !ok || n < end || !e.stats.windowEnd.CompareAndSwap(end, math.MaxUint64) {
 		return
 	}
 	defer e.stats.windowEnd.Store(n + rateWindow)
-	p := &e.pace
 	elapsed := now.UnixNano() - p.windowStart.Swap(now.UnixNano())
 	rate := rateWindow / float64(elapsed)
 	learnt := float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot
@@ -178,7 +161,7 @@ func (e *entry) windowEnded(n uint64, now time.Time) {
 		}
 		p.guessUntil.Store(now.Add(guessSlots * e.cfg.Every).UnixNano())
 		p.rate.Store(rate)
-		e.replan(now)
+		e.replan(p, now)
 	}
 }
 
@@ -187,10 +170,9 @@ func (e *entry) windowEnded(n uint64, now time.Time) {
 // fresh draw from now. Only while the job cools off for a random visit:
 // not while a slice runs here (it plans anew), nor paused, nor in a
 // backlog, nor held off by the lock past the plan.
-func (e *entry) replan(now time.Time) {
-	p := &e.pace
+func (e *entry) replan(p *pace, now time.Time) {
 	planned, fleet := p.planned.Load(), p.guess(now)
-	if fleet == 0 || e.running.Load() || e.backlog.Load() || e.pausedUntil.Load() != 0 || p.successor() ||
+	if fleet == 0 || e.running.Load() || p.continuing.Load() || e.pausedUntil.Load() != 0 || p.successor() ||
 		p.floor.Load() >= planned || e.coolUntil.Load() != planned {
 		return
 	}

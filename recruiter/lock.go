@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -15,29 +14,18 @@ import (
 
 // A job's lock is one Redis hash, {prefix}:lock:{job}: the token of the
 // slice that runs the job and until when it holds, until when the job
-// rests or is paused, and, with automatic pace, the slot last taken and
-// the pacer's count of visits (lock_acquire.lua says each field). Every
-// assumption about that key lives in this file, and every step is a
-// script that reads before it acts, with times from Redis's clock.
+// rests or is paused, and what its mode keeps there (lock_acquire.lua says
+// each field). Every assumption about that key lives in this file, and
+// every step is a script that reads before it acts, with times from
+// Redis's clock.
 type jobLock struct {
 	key    string
 	ttl    time.Duration // of a running slice's lock: lockTTL(budget)
-	every  time.Duration
-	auto   bool          // automatic pace: the job runs once per slot of Every
-	sched  bool          // a schedule: the job runs once per tick
-	phase  time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
 	slices int           // how many slices may run at once: the lock and slices-1 seats beside it
 }
 
 func newJobLock(prefix, name string, cfg JobConfig) jobLock {
-	l := jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), every: cfg.Every, sched: cfg.Schedule != "", slices: max(cfg.Slices, 1)}
-	l.auto = cfg.Rate == 0 && !l.sched
-	if l.auto {
-		h := fnv.New64a()
-		h.Write([]byte(name))
-		l.phase = time.Duration(h.Sum64()%uint64(cfg.Every.Milliseconds())) * time.Millisecond
-	}
-	return l
+	return jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), slices: max(cfg.Slices, 1)}
 }
 
 // The scripts compare before they act; Run rather than RunRO, as
@@ -92,28 +80,41 @@ const (
 )
 
 // grant is an acquire's answer: everything a process learns of the job on
-// the one round trip it makes.
+// the one round trip it makes. The reply names each value; a mode's own
+// are zero under the others.
 type grant struct {
-	state  lockState
-	wait   time.Duration // until the state ends; negative: never (a lock of an earlier version, without expiry)
+	state    lockState
+	wait     time.Duration // until the state ends; negative: never (a lock of an earlier version, without expiry)
+	redisNow int64         // Redis's clock when it answered, unix ms
+	seat     string        // the seat taken beside the running slice; "" for the lock itself
+	carry    bool          // this process carries the job: it visits the next slot (or tick) too
+
 	left   time.Duration // automatic pace: until the current slot ends
-	fleet  float64       // automatic pace: the processes that visit, as counted; 0 while unknown
+	fleet  float64       // automatic pace, a schedule: the processes that visit, as counted; 0 while unknown
 	streak int           // automatic pace: slices in a row that reported a backlog
 	folds  int           // automatic pace: the slots the estimate has seen
-
-	redisNow int64 // Redis's clock when it answered, unix ms
-	tick     int64 // a schedule: the latest tick taken, or skipped while paused, unix ms; 0 if none
-	carry    bool  // this process carries the job: it visits the next slot (or tick) too
+	tick   int64         // a schedule: the latest tick taken, or skipped while paused, unix ms; 0 if none
 }
 
-// visit is what a visit to the job's lock tells the acquire script.
+// visitKind is why a process visits a job's lock.
+type visitKind int8
+
+const (
+	visitPlanned visitKind = iota // its own plan: automatic pace's random gap, a schedule's drawn tick, a fixed rate's draw
+	visitCarrier                  // the carrier's, to the slot or tick after the last: weighs nothing in the count
+	visitBacklog                  // continues this process's backlog (automatic pace): weighs nothing
+	visitWoken                    // an enqueue here asked for it (wake.go): weighs nothing, and may take a resting job
+)
+
+// visit is what a visit to the job's lock tells the acquire script: what
+// every mode says, then its mode's own arguments (args, the mode's name
+// first), which the mode builds.
 type visit struct {
-	weight float64       // what it adds to the pacer's count of the fleet's processes (automatic pace, a schedule)
-	tick   time.Time     // a schedule: the tick it names
-	keep   time.Duration // a schedule: how long the lock's state must outlive it
-	woken  bool          // an enqueue asked for it (wake.go): it may take the lock while the job rests
-	born   string        // when its process started (Recruiter.born), to keep or claim the carrier's place; "" for a woken visit
+	kind   visitKind
+	born   string        // when its process started (Recruiter.born), to keep or claim the carrier's place; "" for none
 	silent time.Duration // the carrier's silence after which it is taken for gone
+	tick   time.Time     // a schedule: the tick it names
+	args   []any
 }
 
 // acquireKeep is how many slots a job's pace state outlives its last
@@ -134,18 +135,8 @@ type heldLock struct {
 // holds the lock only when g.state is lockTaken.
 func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, v visit) (h heldLock, g grant, err error) {
 	token := rand.Text()
-	mode, keep, tickMS := "0", v.keep, int64(0)
-	switch {
-	case l.auto:
-		mode, keep = "1", acquireKeep*max(l.every, l.ttl)
-	case l.sched:
-		mode, tickMS = "2", v.tick.UnixMilli()
-	default:
-		keep = 0
-	}
-	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, token, l.ttl.Milliseconds(), l.every.Milliseconds(),
-		mode, strconv.FormatFloat(v.weight, 'g', -1, 64), l.phase.Milliseconds(), keep.Milliseconds(), tickMS, v.woken, l.slices,
-		v.born, v.silent.Milliseconds()).Slice()
+	args := append([]any{token, l.ttl.Milliseconds(), l.slices, v.kind == visitWoken, v.born, v.silent.Milliseconds()}, v.args...)
+	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, args...).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
 	}
@@ -155,45 +146,64 @@ func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, v visit) (h h
 	if g.state != lockTaken {
 		return heldLock{}, g, nil
 	}
-	seat, _ := reply[8].(string)
-	return heldLock{lock: l, rdb: rdb, token: token, seat: seat}, g, nil
+	return heldLock{lock: l, rdb: rdb, token: token, seat: g.seat}, g, nil
 }
 
-func parseGrant(reply []any) (grant, error) {
-	if len(reply) != 10 {
-		return grant{}, errors.New("not ten values")
+// parseGrant decodes the acquire's name, value pairs; a name it does not
+// know is passed over.
+func parseGrant(reply []any) (g grant, err error) {
+	if len(reply)%2 != 0 {
+		return grant{}, errors.New("an odd count of values")
 	}
-	if seat, ok := reply[8].(string); !ok || len(seat) > 4 {
-		return grant{}, errors.New("malformed seat")
-	}
-	var n [3]int64
-	for i := range n {
-		v, ok := reply[i].(int64)
+	var seen int
+	for i := 0; i < len(reply); i += 2 {
+		name, _ := reply[i].(string)
+		if name == "seat" || name == "fleet" {
+			text, ok := reply[i+1].(string)
+			switch {
+			case !ok:
+				return grant{}, fmt.Errorf("%s is not text", name)
+			case name == "seat" && len(text) > 4:
+				return grant{}, errors.New("malformed seat")
+			case name == "seat":
+				g.seat = text
+			case text != "":
+				v, err := strconv.ParseFloat(text, 64)
+				if err != nil || !(v >= 0) {
+					return grant{}, fmt.Errorf("estimate %q", text)
+				}
+				g.fleet = v
+			}
+			continue
+		}
+		n, ok := reply[i+1].(int64)
 		if !ok {
-			return grant{}, fmt.Errorf("value %d is not an integer", i)
+			return grant{}, fmt.Errorf("%s is not an integer", name)
 		}
-		n[i] = v
-	}
-	streak, ok := reply[4].(int64)
-	folds, isInt := reply[5].(int64)
-	est, isText := reply[3].(string)
-	if !ok || !isInt || !isText || n[0] < int64(lockTaken) || n[0] > int64(lockPaused) {
-		return grant{}, errors.New("malformed")
-	}
-	rnow, nowOK := reply[6].(int64)
-	tick, tickOK := reply[7].(int64)
-	carry, carryOK := reply[9].(int64)
-	if !nowOK || !tickOK || !carryOK {
-		return grant{}, errors.New("malformed clock, tick or carry")
-	}
-	g := grant{state: lockState(n[0]), wait: bounded(n[1]), left: bounded(n[2]),
-		streak: int(min(max(streak, 0), 64)), folds: int(min(max(folds, 0), 99)), redisNow: rnow, tick: tick, carry: carry == 1}
-	if est != "" {
-		v, err := strconv.ParseFloat(est, 64)
-		if err != nil || !(v >= 0) {
-			return grant{}, fmt.Errorf("estimate %q", est)
+		switch name {
+		case "state":
+			if n < int64(lockTaken) || n > int64(lockPaused) {
+				return grant{}, fmt.Errorf("state %d", n)
+			}
+			g.state, seen = lockState(n), seen+1
+		case "wait":
+			g.wait = bounded(n)
+		case "now":
+			g.redisNow = n
+		case "carry":
+			g.carry = n == 1
+		case "left":
+			g.left = bounded(n)
+		case "streak":
+			g.streak = int(min(max(n, 0), 64))
+		case "folds":
+			g.folds = int(min(max(n, 0), 99))
+		case "tick":
+			g.tick = n
 		}
-		g.fleet = v
+	}
+	if seen != 1 {
+		return grant{}, errors.New("no state")
 	}
 	return g, nil
 }

@@ -1,8 +1,11 @@
 package recruiter
 
 import (
+	"context"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -86,8 +89,12 @@ const (
 	rateJump   = 3
 )
 
-// pace is a process's plan for an automatically paced job.
+// pace is automatic pace, the mode of a job with Every and no Rate: this
+// process's plan for it.
 type pace struct {
+	phase      time.Duration // where the job's slots begin, from its name, so that jobs of one Every are not due at once
+	continuing atomic.Bool   // the last slice here left a backlog: this process continues it, its visits planned by the streak
+
 	gapMean  atomic.Int64 // ns: the mean gap between this process's visits, from the fleet's size
 	interval atomic.Int64 // ns: the mean gap as last planned, which a visit weighs
 	planned  atomic.Int64 // unix ns of the planned visit (at first: the job's registration)
@@ -103,6 +110,120 @@ type pace struct {
 	guessUntil  atomic.Int64 // unix ns until which the size traffic and rate imply caps the learnt one
 }
 
+// newPace is the pace of the job name, registered at now.
+func newPace(name string, every time.Duration, now time.Time) *pace {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	p := &pace{phase: time.Duration(h.Sum64()%uint64(every.Milliseconds())) * time.Millisecond}
+	p.planned.Store(now.UnixNano())
+	p.windowStart.Store(now.UnixNano())
+	return p
+}
+
+// visit: a backlog's visits, the carrier's and a woken one weigh nothing
+// in the count, which sums the random visits plan makes (a streak's
+// visits, several a slot, would swell it, and the fleet would come back
+// less often once the backlog ends).
+func (p *pace) visit(e *entry, woken bool, _ time.Time) visit {
+	every := e.cfg.Every
+	v := visit{silent: every + every/2}
+	switch {
+	case woken:
+		v.kind = visitWoken
+	case p.continuing.Load():
+		v.kind = visitBacklog
+	case p.successor():
+		v.kind = visitCarrier
+	}
+	weight := 0.0
+	if v.kind == visitPlanned {
+		weight = p.weight(every)
+	}
+	keep := acquireKeep * max(every, e.lock.ttl)
+	v.args = []any{"pace", every.Milliseconds(), p.phase.Milliseconds(), keep.Milliseconds(), strconv.FormatFloat(weight, 'g', -1, 64)}
+	return v
+}
+
+// learn plans the next visit: a woken visit leaves the plan as it was, the
+// carrier's resumes it, any other plans afresh; and the carrier visits
+// the next slot too.
+func (p *pace) learn(s *slice, v visit, _ time.Time) {
+	g, every := s.g, s.e.cfg.Every
+	if v.kind == visitBacklog && g.state != lockTaken {
+		// Another process carries the backlog on, or it has ended: this
+		// process's next visits are plan's again.
+		p.continuing.Store(false)
+	}
+	switch v.kind {
+	case visitWoken:
+		if planned := time.Unix(0, p.planned.Load()); planned.After(s.until) {
+			s.until = planned
+		}
+		return
+	case visitCarrier:
+		s.until = p.resumed(g, every, s.taken, s.until)
+	default:
+		s.until = p.plan(g, every, s.taken, s.until)
+	}
+	if g.carry {
+		s.until = p.succeed(s.taken, g.left, every, s.until)
+	}
+}
+
+// handOn: a backlog makes a streak: each slice that reports More grows
+// it (its process comes back sooner), one that caught up but found items
+// holds it (the producer is still at work), one that found nothing
+// shrinks it, and the streak ends at zero; a slice of a streak reopens
+// its slot. Otherwise the slot's run is taken: the process stays away
+// until its planned visit (s.until), and the lock is left to expire, with
+// no round trip, unless it would outlive the slot.
+func (p *pace) handOn(ctx context.Context, s *slice, res result, now time.Time) error {
+	e, g := s.e, s.g
+	more := res.Outcome == OutcomeRan && res.More
+	found := res.Outcome == OutcomeRan && res.Items > 0
+	streak := g.streak
+	switch {
+	case more:
+		streak++
+	case streak > 0 && !found:
+		streak--
+	}
+	p.continuing.Store(streak > 0)
+	switch {
+	case s.lock.seat != "":
+		return s.leaveSeat(ctx, more, max(streak, 1), res.Duration, now)
+	case streak > 0:
+		e.coolOff(p.backlog(e.cfg.Every, res.Duration, streak, now))
+		mark := releaseHold
+		if streak > g.streak {
+			mark = releaseMore
+		} else if streak < g.streak {
+			mark = releaseLess
+		}
+		return s.lock.release(ctx, mark)
+	case g.streak > 0:
+		e.coolOff(s.until)
+		return s.lock.release(ctx, releaseDone)
+	case !s.woken && !e.woken.Load() && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
+		e.coolOff(s.until)
+		return nil
+	}
+	e.coolOff(s.until)
+	return s.lock.release(ctx, releasePlain)
+}
+
+// timerDue: the planned visit, past an eighth of Every (at most
+// timerGraceMax) left to traffic, so that the visit still falls early in
+// the slot it was aimed at; a backlog's at once: its process planned the
+// next slice for itself.
+func (p *pace) timerDue(e *entry) (time.Time, bool) {
+	due := time.Unix(0, max(e.coolUntil.Load(), p.planned.Load()))
+	if p.continuing.Load() {
+		return due, true
+	}
+	return due.Add(min(e.cfg.Every/8, timerGraceMax)), true
+}
+
 // weight is what a visit adds to the fleet's count: the slots between
 // this process's visits, as planned (random gaps without memory, so its
 // visits come at that rate at any moment, even just after a fleet started
@@ -115,8 +236,8 @@ func (p *pace) weight(every time.Duration) float64 {
 
 // fleet is the fleet's size this process last planned from; 0 until
 // learnt.
-func (p *pace) fleet(every time.Duration) float64 {
-	return float64(p.gapMean.Load()) / float64(every) * visitsPerSlot
+func (p *pace) fleet(e *entry) float64 {
+	return float64(p.gapMean.Load()) / float64(e.cfg.Every) * visitsPerSlot
 }
 
 // plan learns from an acquire the fleet's size and plans the next visit:
@@ -239,10 +360,14 @@ func (p *pace) shrank(fleet, guess float64, every time.Duration, now time.Time) 
 // it, but never so soon that the slices take more than backlogTimeShare
 // of the process's time.
 func (p *pace) backlog(every, d time.Duration, streak int, now time.Time) time.Time {
-	gap := max(every>>min(streak, 62), time.Duration(float64(d)*(1/backlogTimeShare-1)))
-	next := now.Add(gap)
+	next := now.Add(backlogGap(every, d, streak))
 	p.planned.Store(next.UnixNano())
 	return next
+}
+
+// backlogGap is the gap before the next slice of a backlog.
+func backlogGap(every, d time.Duration, streak int) time.Duration {
+	return max(every>>min(streak, 62), time.Duration(float64(d)*(1/backlogTimeShare-1)))
 }
 
 // floatBox is a float64 shared without a lock.
@@ -252,23 +377,24 @@ func (f *floatBox) Load() float64   { return math.Float64frombits(f.bits.Load())
 func (f *floatBox) Store(v float64) { f.bits.Store(math.Float64bits(v)) }
 
 // reshare sets each job's share of the roll: fixed rates as configured;
-// automatic jobs share what the fixed rates leave of 1 equally (their
-// cool-offs, not their shares, pace them).
+// automatically paced jobs share what the fixed rates leave of 1 equally
+// (their cool-offs, not their shares, pace them); a schedule takes none.
 func (r *Recruiter) reshare() {
 	r.shareMu.Lock()
 	defer r.shareMu.Unlock()
 	entries := r.jobs.Load().entries
-	fixed, auto := 0.0, 0
+	fixed, paced := 0.0, 0
 	for _, e := range entries {
-		if e.lock.auto || e.lock.sched {
-			auto++
-		} else {
+		switch e.mode.(type) {
+		case fixedRate:
 			fixed += e.cfg.Rate
+		case *pace:
+			paced++
 		}
 	}
 	for _, e := range entries {
-		if e.lock.auto || e.lock.sched {
-			e.share.Store(max(1-fixed, 0) / float64(auto))
+		if _, ok := e.mode.(*pace); ok {
+			e.share.Store(max(1-fixed, 0) / float64(paced))
 		}
 	}
 }

@@ -118,13 +118,14 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 		return ErrClosed
 	}
 	old := r.jobs.Load()
-	fixed, auto := cfg.Rate, cfg.Rate == 0
+	fixed, auto := cfg.Rate, cfg.Rate == 0 && cfg.Schedule == ""
 	for _, e := range old.entries {
 		if e.name == name {
 			return fmt.Errorf("%w: %q is already registered", ErrDuplicateJob, name)
 		}
 		fixed += e.cfg.Rate
-		auto = auto || e.lock.auto || e.lock.sched
+		_, paced := e.mode.(*pace)
+		auto = auto || paced
 	}
 	// A little slack so that, say, ten jobs at 0.1 are accepted.
 	switch {
@@ -173,7 +174,7 @@ func (r *Recruiter) Draw() Draw {
 	for _, e := range r.jobs.Load().entries {
 		share := e.share.Load()
 		if sum += share; roll < sum {
-			if !r.open(e) {
+			if !r.open(e, false) {
 				// One atomic add and a load: this is every request when a
 				// job cools off at rate 1.
 				if n := e.stats.gatedAtDraw.Add(1); n >= e.stats.windowEnd.Load() {
@@ -226,12 +227,10 @@ func (d Draw) Enlist(ctx context.Context, flush func() error) {
 	case d.e == nil:
 	case ctx == nil:
 		d.r.misused("Draw.Enlist or Recruiter.Enlist called with a nil context")
-	case !d.r.cfg.Inline:
-		d.r.start(ctx, d.e, d.share, ctx.Done(), false, false)
-	case flush != nil && flush() != nil:
-		d.r.start(ctx, d.e, d.share, ctx.Done(), false, false)
+	case !d.r.cfg.Inline, flush != nil && flush() != nil:
+		d.r.start(ctx, d.e, launch{share: d.share, after: ctx.Done()})
 	default:
-		d.r.start(ctx, d.e, d.share, nil, true, false)
+		d.r.start(ctx, d.e, launch{share: d.share, inline: true})
 	}
 }
 
@@ -253,10 +252,11 @@ func (r *Recruiter) Enlist(ctx context.Context) {
 	r.Draw().Enlist(ctx, nil)
 }
 
-// open reports whether e could run now, from this process's own state.
-// It reads the clock only when a cool-off or the breaker needs it.
-func (r *Recruiter) open(e *entry) bool {
-	if r.closed.Load() || e.running.Load() || r.inFlight.Load() >= int32(r.cfg.MaxConcurrent) {
+// open reports whether e could run now, from this process's own state;
+// spare: it may take the spare slot beyond MaxConcurrent. It reads the
+// clock only when a cool-off or the breaker needs it.
+func (r *Recruiter) open(e *entry, spare bool) bool {
+	if r.closed.Load() || e.running.Load() || r.inFlight.Load() >= r.slots(spare) {
 		return false
 	}
 	if e.coolUntil.Load() == 0 && !r.breaker.isOpen() {
@@ -270,13 +270,21 @@ func (r *Recruiter) open(e *entry) bool {
 // to end: a context that is never cancelled must not hold a slot forever.
 const afterWaitMax = 5 * time.Second
 
+// launch is how a slice was asked for.
+type launch struct {
+	share  float64         // the chance that the enlistment drew the job; 1 for the pace timer's
+	after  <-chan struct{} // the slice waits for it to close (its request's end); nil: at once
+	inline bool            // it runs on the caller's goroutine
+	woken  bool            // an enqueue here asked for it (wake.go)
+	spare  bool            // a tick held back past tickHoldMax: it may take the spare slot
+}
+
 // start takes a slot and the job (one slice of a job per process at a
 // time), then, on the caller's goroutine (inline) or a new one once after
 // is closed, passes the gates again, as state may have changed since the
-// draw, and runs the slice. share is the chance that the enlistment drew
-// e (1 for the pace timer's). A woken slice is an enqueue's (wake.go).
-func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-chan struct{}, inline, woken bool) {
-	if !r.takeSlot() {
+// draw, and runs the slice.
+func (r *Recruiter) start(ctx context.Context, e *entry, l launch) {
+	if !r.takeSlot(l.spare) {
 		e.stats.gatedLater.Add(1)
 		return
 	}
@@ -294,13 +302,13 @@ func (r *Recruiter) start(ctx context.Context, e *entry, share float64, after <-
 			r.releaseSlot()
 			r.wakeTimer() // the job's next visit is planned, and a slot is free
 		}()
-		if !r.waitFor(after) || !r.admit(ctx, e, woken) {
+		if !r.waitFor(l.after) || !r.admit(ctx, e, l.woken) {
 			e.stats.gatedLater.Add(1)
 			return
 		}
-		hung = r.runSlice(ctx, e, share, woken)
+		hung = r.runSlice(ctx, e, l.share, l.woken)
 	}
-	if inline {
+	if l.inline {
 		run()
 		return
 	}
@@ -351,12 +359,22 @@ func (r *Recruiter) admit(ctx context.Context, e *entry, woken bool) bool {
 	return false
 }
 
-// takeSlot reserves one of MaxConcurrent slice slots and registers the
-// slice with Shutdown; false when none is free or the recruiter is closed.
-func (r *Recruiter) takeSlot() bool {
+// slots is how many slices may run at once here: MaxConcurrent, and one
+// more for a tick that would otherwise be held back past tickHoldMax.
+func (r *Recruiter) slots(spare bool) int32 {
+	if spare {
+		return int32(r.cfg.MaxConcurrent) + 1
+	}
+	return int32(r.cfg.MaxConcurrent)
+}
+
+// takeSlot reserves one of the slice slots (spare: the spare one too) and
+// registers the slice with Shutdown; false when none is free or the
+// recruiter is closed.
+func (r *Recruiter) takeSlot(spare bool) bool {
 	for {
 		n := r.inFlight.Load()
-		if n >= int32(r.cfg.MaxConcurrent) {
+		if n >= r.slots(spare) {
 			return false
 		}
 		if r.inFlight.CompareAndSwap(n, n+1) {

@@ -177,14 +177,15 @@ func (s schedule) due(last, now time.Time) time.Time {
 
 const tickScan = 10000
 
-// ticks is a scheduled job's state in this process.
+// ticks is a schedule, the mode of a job with Schedule: its state in this
+// process.
 type ticks struct {
 	sched   schedule
 	dense   time.Duration // tickDenseGap, or a test's
 	last    atomic.Int64  // unix ms of the latest tick known taken or skipped, fleet-wide (at first: registration)
 	offset  atomic.Int64  // ns: Redis's clock minus this process's, as the last reply showed
 	want    atomic.Int64  // unix ms of the tick the next visit names; 0: none planned
-	fleet   floatBox      // the processes that visit, as the last reply counted
+	count   floatBox      // the processes that visit, as the last reply counted
 	weight  floatBox      // what the planned visit adds to the count: 1/its chance
 	lastRun atomic.Int64  // unix ms of the tick this process last ran
 	late    atomic.Int64  // ns: how long after its tick, on Redis's clock, that run began
@@ -195,6 +196,55 @@ func newTicks(s schedule, dense time.Duration, now time.Time) *ticks {
 	t.last.Store(now.UnixMilli())
 	return t
 }
+
+// visit names the tick due (or the next) on Redis's clock; the lock's
+// state outlives it by two gaps and a minute, and the carrier is taken
+// for gone after a gap and a half without its visit.
+func (t *ticks) visit(_ *entry, _ bool, now time.Time) visit {
+	tick := t.visiting(now)
+	gap := t.sched.next(tick).Sub(tick)
+	weight := t.weight.Load()
+	v := visit{tick: tick, silent: gap + gap/2}
+	if weight == 0 {
+		v.kind = visitCarrier
+	}
+	v.args = []any{"tick", tick.UnixMilli(), (2*gap + time.Minute).Milliseconds(), strconv.FormatFloat(weight, 'g', -1, 64)}
+	return v
+}
+
+// learn plans the next visit, unless a slice runs the tick elsewhere (the
+// process comes back when it ends); a visit that took the lock runs its
+// tick.
+func (t *ticks) learn(s *slice, v visit, sent time.Time) {
+	g := s.g
+	t.heard(g, sent, s.taken)
+	if g.state == lockTaken {
+		s.tick = v.tick
+		t.lastRun.Store(v.tick.UnixMilli())
+		t.late.Store(int64(t.redisNow(s.taken).Sub(v.tick)))
+	}
+	if g.state != lockRunning {
+		s.until = t.plan(s.taken, g.carry)
+	}
+}
+
+// handOn: a tick is one run, More or not. The lock is left to expire,
+// with no round trip, unless it would outlive the time to the next tick.
+func (t *ticks) handOn(ctx context.Context, s *slice, res result, _ time.Time) error {
+	e := s.e
+	e.coolOff(s.until)
+	if next := t.sched.next(s.tick); res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < next.Sub(s.tick) {
+		return nil
+	}
+	return s.lock.release(ctx, releasePlain)
+}
+
+// timerDue: the plan, a few milliseconds past the tick already.
+func (t *ticks) timerDue(e *entry) (time.Time, bool) {
+	return time.Unix(0, e.coolUntil.Load()), true
+}
+
+func (t *ticks) fleet(*entry) float64 { return t.count.Load() }
 
 // redisNow is now on Redis's clock, as far as this process knows it.
 func (t *ticks) redisNow(now time.Time) time.Time {
@@ -209,7 +259,7 @@ func (t *ticks) redisNow(now time.Time) time.Time {
 func (t *ticks) plan(now time.Time, carry bool) time.Time {
 	last := time.UnixMilli(t.last.Load())
 	chance := 1.0
-	if fleet := t.fleet.Load(); t.sched.gap < t.dense && fleet > tickVisits {
+	if fleet := t.count.Load(); t.sched.gap < t.dense && fleet > tickVisits {
 		chance = max(tickVisits/fleet, float64(t.sched.gap)/float64(t.dense))
 	}
 	rnow := t.redisNow(now)
@@ -234,9 +284,9 @@ func (t *ticks) plan(now time.Time, carry bool) time.Time {
 	return tick.Add(-time.Duration(t.offset.Load())).Add(jitter)
 }
 
-// learn takes in what a visit's reply said: Redis's clock, the latest
+// heard takes in what a visit's reply said: Redis's clock, the latest
 // tick taken (or skipped while paused), the fleet's count.
-func (t *ticks) learn(g grant, sent, received time.Time) {
+func (t *ticks) heard(g grant, sent, received time.Time) {
 	if g.redisNow > 0 {
 		// The reply left Redis between sent and received: take the middle.
 		mid := sent.Add(received.Sub(sent) / 2)
@@ -246,7 +296,7 @@ func (t *ticks) learn(g grant, sent, received time.Time) {
 		t.last.Store(g.tick)
 	}
 	if g.fleet > 0 {
-		t.fleet.Store(g.fleet)
+		t.count.Store(g.fleet)
 	}
 }
 
@@ -269,8 +319,8 @@ const tickHoldMax = 500 * time.Millisecond
 // past its tick by tickHoldMax, or half the schedule's gap if shorter:
 // the pressure gate lets such a visit through.
 func (e *entry) tickOverdue(now time.Time) bool {
-	t := e.ticks
-	if t == nil {
+	t, ok := e.mode.(*ticks)
+	if !ok {
 		return false
 	}
 	return t.redisNow(now).Sub(t.visiting(now)) >= min(tickHoldMax, t.sched.gap/2)

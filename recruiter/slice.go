@@ -45,27 +45,10 @@ func hungAfter(e *entry) time.Duration { return 2*e.lock.ttl + e.finish }
 
 func (s *slice) recruit() (res result, hung bool) {
 	r, e, ctx := s.r, s.e, s.ctx
-	// A visit that continues this process's backlog (pace.backlog planned
-	// it) weighs nothing: the fleet's count sums the random visits that
-	// plan makes, and a streak's visits, several a slot, would swell it, so
-	// that the fleet would come back less often once the backlog ends. Nor
-	// does a carrier's visit to the slot after the last (pace.succeed).
-	// Every visit but a woken one (a backlog's too) keeps or claims the
-	// carrier's place; the script ignores it under a fixed rate.
-	v := visit{woken: s.woken, silent: e.cfg.Every + e.cfg.Every/2}
-	if !s.woken {
-		v.born = r.born
-	}
-	continuing := e.lock.auto && (e.backlog.Load() || s.woken)
-	successor := e.lock.auto && !continuing && e.pace.successor()
-	if e.lock.auto && !continuing && !successor {
-		v.weight = e.pace.weight(e.cfg.Every)
-	}
 	sent := r.now()
-	if t := e.ticks; t != nil {
-		v.tick, v.weight = t.visiting(sent), t.weight.Load()
-		gap := t.sched.next(v.tick).Sub(v.tick)
-		v.keep, v.silent = 2*gap+time.Minute, gap+gap/2
+	v := e.mode.visit(e, s.woken, sent)
+	if v.kind != visitWoken {
+		v.born = r.born // keeps or claims the carrier's place; a fixed rate has none
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	held, g, err := e.lock.acquire(lctx, r.rdb, v)
@@ -75,45 +58,16 @@ func (s *slice) recruit() (res result, hung bool) {
 		r.redisFailed(ctx, e, err)
 		return result{Outcome: OutcomeError, Err: err}, false
 	}
-	if continuing && !s.woken && g.state != lockTaken {
-		// Another process carries the backlog on, or it has ended: this
-		// process's next visits are plan's again.
-		e.backlog.Store(false)
-	}
 	e.timerAgain.Store(0) // the visit replans: the timer follows the plan
 	if !r.reachedRedis.Load() {
 		r.reachedRedis.Store(true)
 		r.wakeTimer() // to read the eviction policy
 	}
 	s.lock, s.g, s.taken = held, g, r.now()
-	e.learn(g, s.taken)
-	// How long this process stays away; automatic pace plans its next
-	// visit no sooner, and a schedule's next is its next tick.
+	e.learnPause(g, s.taken)
+	// How long this process stays away, which the mode plans from.
 	s.until = s.taken.Add(e.holdOff(g))
-	switch t := e.ticks; {
-	case e.lock.auto && s.woken:
-		// Not a planned visit: the plan stands.
-		if planned := time.Unix(0, e.pace.planned.Load()); planned.After(s.until) {
-			s.until = planned
-		}
-	case successor:
-		s.until = e.pace.resumed(g, e.cfg.Every, s.taken, s.until)
-	case e.lock.auto:
-		s.until = e.pace.plan(g, e.cfg.Every, s.taken, s.until)
-	case t != nil:
-		t.learn(g, sent, s.taken)
-		if g.state == lockTaken {
-			s.tick = v.tick
-			t.lastRun.Store(v.tick.UnixMilli())
-			t.late.Store(int64(t.redisNow(s.taken).Sub(v.tick)))
-		}
-		if g.state != lockRunning {
-			s.until = t.plan(s.taken, g.carry)
-		}
-	}
-	if e.lock.auto && !s.woken && g.carry {
-		s.until = e.pace.succeed(s.taken, g.left, e.cfg.Every, s.until)
-	}
+	e.mode.learn(s, v, sent)
 	r.breaker.succeed()
 	e.wokenVisited(g, s.until)
 	if g.state != lockTaken {
@@ -288,82 +242,12 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 	return res
 }
 
-// finish hands the lock on. A clean slice that reports a backlog
-// releases it at once. Under automatic pace a backlog makes a streak:
-// each slice that reports More grows it (its process comes back sooner),
-// one that caught up but found items holds it (the producer is still at
-// work), one that found nothing shrinks it, and the streak ends at zero;
-// a slice of a streak reopens its slot. Otherwise, under automatic pace
-// the slot's run is taken: the process stays away until its planned visit
-// (until), and the lock is left to expire, with no round trip, unless it
-// would outlive the slot. Under a fixed rate with Every the lock becomes
-// the job's cooldown; without Every it is released, with this process
-// resting the job for one budget so that an idle job cannot turn request
-// traffic into Redis traffic.
+// finish hands the lock on, as the job's mode says.
 func (s *slice) finish(res result) {
-	r, e, ctx, g := s.r, s.e, s.ctx, s.g
-	more := res.Outcome == OutcomeRan && res.More
-	found := res.Outcome == OutcomeRan && res.Items > 0
-	streak := g.streak // under automatic pace, the streak after this slice
-	switch {
-	case !e.lock.auto:
-	case more:
-		streak++
-	case streak > 0 && !found:
-		streak--
-	}
-	e.backlog.Store(more || e.lock.auto && streak > 0)
+	r, e, ctx := s.r, s.e, s.ctx
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
-	now := r.now()
-	remaining := e.cfg.Every - res.Duration
-
-	var err error
-	switch {
-	case s.lock.seat != "":
-		// A seat beside the lock's slice: the pace and the streak are
-		// that slice's; a backlog brings this process back soon.
-		if more {
-			e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, max(streak, 1), now))
-		} else {
-			e.coolOff(s.until)
-		}
-		err = s.lock.release(fctx, releasePlain)
-	case e.ticks != nil:
-		// A tick is one run, More or not. The lock is left to expire, with
-		// no round trip, unless it would outlive the time to the next tick.
-		e.coolOff(s.until)
-		if next := e.ticks.sched.next(s.tick); res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < next.Sub(s.tick) {
-			return
-		}
-		err = s.lock.release(fctx, releasePlain)
-	case e.lock.auto && streak > 0:
-		e.coolOff(e.pace.backlog(e.cfg.Every, res.Duration, streak, now))
-		mark := releaseHold
-		if streak > g.streak {
-			mark = releaseMore
-		} else if streak < g.streak {
-			mark = releaseLess
-		}
-		err = s.lock.release(fctx, mark)
-	case more:
-		err = s.lock.release(fctx, releasePlain)
-	case e.lock.auto && g.streak > 0:
-		e.coolOff(s.until)
-		err = s.lock.release(fctx, releaseDone)
-	case e.lock.auto && !s.woken && !e.woken.Load() && res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < g.left:
-		e.coolOff(s.until)
-		return
-	case e.lock.auto:
-		e.coolOff(s.until)
-		err = s.lock.release(fctx, releasePlain)
-	case remaining > time.Millisecond:
-		e.coolOff(now.Add(remaining))
-		err = s.lock.rest(fctx, remaining)
-	default:
-		e.coolOff(now.Add(e.cfg.Budget))
-		err = s.lock.release(fctx, releasePlain)
-	}
+	err := e.mode.handOn(fctx, s, res, r.now())
 	switch {
 	case errors.Is(err, errLockNotHeld):
 		r.cfg.Logger.WarnContext(ctx, "worksteal: the job's lock was no longer this slice's at its end: it expired (another process may have run the job meanwhile), or a retried release had already removed it",

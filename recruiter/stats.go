@@ -141,15 +141,7 @@ func (r *Recruiter) Stats() Stats {
 // fleet is the number of processes visiting e as this process last
 // learnt it: automatic pace and schedules; 0 until learnt, and for a
 // fixed Rate.
-func (e *entry) fleet() float64 {
-	switch {
-	case e.ticks != nil:
-		return e.ticks.fleet.Load()
-	case e.lock.auto:
-		return e.pace.fleet(e.cfg.Every)
-	}
-	return 0
-}
+func (e *entry) fleet() float64 { return e.mode.fleet(e) }
 
 type jobStats struct {
 	gatedAtDraw atomic.Uint64 // the one counter of the draw's hot path, on a line of its own
@@ -209,7 +201,7 @@ func (s *jobStats) record(res result, now time.Time) {
 
 func (s *jobStats) snapshot(e *entry) JobStats {
 	js := JobStats{
-		Name: e.name, Automatic: e.lock.auto, Rate: e.share.Load(), Budget: e.cfg.Budget, Every: e.cfg.Every,
+		Name: e.name, Rate: e.share.Load(), Budget: e.cfg.Budget, Every: e.cfg.Every,
 		Drawn:           s.admitted.Load() + s.gatedAtDraw.Load(),
 		Timed:           s.timed.Load(),
 		Woken:           s.woken.Load(),
@@ -227,7 +219,10 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 	}
 	js.Pressured = s.pressured.Load()
 	js.Fleet = e.fleet()
-	if t := e.ticks; t != nil {
+	switch t := e.mode.(type) {
+	case *pace:
+		js.Automatic = true
+	case *ticks:
 		js.Schedule, js.Late = t.sched.expr, time.Duration(t.late.Load())
 		if ms := t.want.Load(); ms != 0 {
 			js.NextTick = time.UnixMilli(ms)

@@ -161,7 +161,7 @@ func (t *instruments) observe(r *Recruiter) {
 			if ns := e.stats.lastOK.Load(); ns != 0 {
 				o.ObserveFloat64(t.lastOK, float64(ns)/1e9, job)
 			}
-			if tk := e.ticks; tk != nil && tk.want.Load() != 0 {
+			if tk, ok := e.mode.(*ticks); ok && tk.want.Load() != 0 {
 				o.ObserveFloat64(t.nextTick, float64(tk.want.Load())/1e3, job)
 			}
 			if e.cfg.Every > 0 {

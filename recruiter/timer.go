@@ -58,8 +58,8 @@ func (r *Recruiter) timerLoop() {
 	}
 }
 
-// visitDue starts a slice of each automatically paced job whose planned
-// visit is past by its grace, and returns how long until the next one is.
+// visitDue starts a slice of each job whose planned visit is due (mode's
+// timerDue), and returns how long until the next one is.
 func (r *Recruiter) visitDue(now time.Time) time.Duration {
 	sleep := timerSleepMax
 	for _, e := range r.jobs.Load().entries {
@@ -70,24 +70,30 @@ func (r *Recruiter) visitDue(now time.Time) time.Duration {
 				continue
 			}
 		}
-		if !e.lock.auto && !e.lock.sched {
+		due, planned := e.mode.timerDue(e)
+		if !planned {
 			continue
 		}
 		// A slice the timer started that a gate held back (the process
 		// busy, the breaker open) left the plan as it was: the job is due
 		// again at once, so it waits timerRetry before the next try.
-		due := time.Unix(0, max(e.coolUntil.Load(), e.pace.planned.Load(), e.timerAgain.Load())).Add(e.timerGrace())
+		if again := time.Unix(0, e.timerAgain.Load()); again.After(due) {
+			due = again
+		}
 		if wait := due.Sub(now); wait > 0 {
 			sleep = min(sleep, wait)
 			continue
 		}
-		if !r.open(e) {
+		// A tick held back here past tickHoldMax (every slot busy) takes
+		// the spare slot: another process may not visit it.
+		spare := e.tickOverdue(now)
+		if !r.open(e, spare) {
 			sleep = min(sleep, timerRetry)
 			continue
 		}
 		e.stats.timed.Add(1)
 		e.timerAgain.Store(now.Add(timerRetry).UnixNano())
-		r.start(context.Background(), e, 1, nil, false, false)
+		r.start(context.Background(), e, launch{share: 1, spare: spare})
 		sleep = min(sleep, timerRetry) // its end wakes the loop with the new plan
 	}
 	return sleep

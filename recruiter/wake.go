@@ -39,7 +39,7 @@ func (e *entry) wakeGap() time.Duration {
 // listen makes e hear its queue's bell, if it has one, until Shutdown.
 func (r *Recruiter) listen(e *entry) {
 	ringer, ok := e.job.(wakeup.Ringer)
-	if !ok || e.lock.sched {
+	if _, scheduled := e.mode.(*ticks); !ok || scheduled {
 		return
 	}
 	bell := ringer.Bell()
@@ -65,7 +65,7 @@ func (r *Recruiter) visitWoken(e *entry, now time.Time) (started bool, wait time
 	if wait := at.Add(-wakeBurst * gap).Sub(now); wait > 0 {
 		return false, wait
 	}
-	if r.closed.Load() || e.running.Load() || r.inFlight.Load() >= int32(r.cfg.MaxConcurrent) || !r.breaker.allows(now) {
+	if !r.open(e, false) {
 		return false, timerRetry // a slice's end wakes the timer sooner
 	}
 	if at.Before(now) {
@@ -73,7 +73,7 @@ func (r *Recruiter) visitWoken(e *entry, now time.Time) (started bool, wait time
 	}
 	e.wakeAt.Store(at.Add(gap).UnixNano())
 	e.stats.woken.Add(1)
-	r.start(context.Background(), e, 1, nil, false, true)
+	r.start(context.Background(), e, launch{share: 1, woken: true})
 	return true, timerRetry
 }
 

@@ -23,26 +23,35 @@
 -- a slice holds the lock, a visit of a backlog's streak or a woken one
 -- (automatic pace), or any visit (a fixed rate), takes a seat beside it
 -- if one is free: fields s1 … s(n-1), each 'token:held' (held: Redis ms)
--- Returns {code, wait, left, fleet, streak, folds, now, tick, seat}: code 1 taken,
+-- ARGV[11]: automatic pace and a schedule: when this visit's process
+-- started, as 20 digits (unix µs, then a random tie-break), which compare
+-- as strings ('' for a woken visit); ARGV[12]: ms of silence after which the carrier is taken
+-- for gone. The carrier (fields carrier and carried: its start and Redis
+-- ms of its last visit) is the oldest process that visits: it visits every
+-- slot (or tick), so that a slot's run does not hang on random visits; a
+-- visit of an older process, or any once the carrier has been silent that
+-- long, makes its process the carrier.
+-- Returns {code, wait, left, fleet, streak, folds, now, tick, seat, carry}: code 1 taken,
 -- 2 a slice runs, 3 resting (a schedule: its tick taken, or not yet come),
 -- 4 paused; wait: ms until that changes (-1: an older version's
 -- lock without expiry); left: ms until the slot ends (automatic pace);
 -- fleet: the estimate, as a string ('' if none yet); streak; folds; now:
 -- Redis's clock, ms; tick: a schedule's latest tick taken (0 if none);
--- seat: the field of the seat taken, '' for the lock itself.
+-- seat: the field of the seat taken, '' for the lock itself; carry: 1 if
+-- this visit's process carries the job's visits, else 0.
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds', 'tick')
+local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds', 'tick', 'carrier', 'carried')
 if f.err then
   -- The string lock of earlier versions, met during a rolling upgrade:
   -- respect it as it says.
   local pttl = redis.call('PTTL', key)
   if redis.call('GET', key) == 'cooldown' then
-    return {3, pttl, 0, '', 0, 0, now, 0, ''}
+    return {3, pttl, 0, '', 0, 0, now, 0, '', 0}
   end
-  return {2, pttl, 0, '', 0, 0, now, 0, ''}
+  return {2, pttl, 0, '', 0, 0, now, 0, '', 0}
 end
 
 local held = tonumber(f[2]) or 0
@@ -129,6 +138,18 @@ else
   end
 end
 
+-- The carrier: kept while it visits, taken over by an older process or
+-- once it has been silent.
+local carry = 0
+local born = ARGV[11]
+if born and born ~= '' and ARGV[4] ~= '0' then
+  local carrier, carried = f[12], tonumber(f[13]) or 0
+  if not carrier or born <= carrier or now - carried > tonumber(ARGV[12]) then
+    redis.call('HSET', key, 'carrier', ARGV[11], 'carried', now)
+    carry = 1
+  end
+end
+
 -- A seat beside the running slice.
 if code == 2 and slices > 1 and (ARGV[4] == '0' or woken or streak > 0) then
   for i = 1, slices - 1 do
@@ -140,7 +161,7 @@ if code == 2 and slices > 1 and (ARGV[4] == '0' or woken or streak > 0) then
       if redis.call('PTTL', key) < ttl then
         redis.call('PEXPIRE', key, ttl)
       end
-      return {1, 0, left, estimate, streak, folds, now, last, seat}
+      return {1, 0, left, estimate, streak, folds, now, last, seat, carry}
     end
   end
 end
@@ -162,4 +183,4 @@ if code == 1 or keep > 0 then
     redis.call('PEXPIRE', key, life)
   end
 end
-return {code, wait, left, estimate, streak, folds, now, last, ''}
+return {code, wait, left, estimate, streak, folds, now, last, '', carry}
