@@ -113,3 +113,72 @@ func TestCarrierMidDeploy(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleMidDeploy: a process of the previous release and one of
+// this release visit one scheduled lock at each of 40 ticks, in either
+// order: each tick is taken exactly once, and a tick older than the
+// latest taken is refused by both.
+func TestScheduleMidDeploy(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	previous := redis.NewScript(previousAcquireSource)
+	ctx := context.Background()
+	cfg := JobConfig{Schedule: "* * * * * *", Budget: time.Millisecond}
+	l := newJobLock(redistest.Prefix(t), "nightly", cfg)
+	born := fmt.Sprintf("%016d%04d", time.Now().UnixMicro(), 0)
+	keep := time.Minute
+	visitPrevious := func(tick int64) bool {
+		reply, err := previous.Run(ctx, rdb, []string{l.key}, "old", l.ttl.Milliseconds(), 0, "2", "1", 0, keep.Milliseconds(), tick, false, 1, born, 1500).Slice()
+		if err != nil || len(reply) != 10 {
+			t.Fatalf("the previous release's acquire: %v, %v", reply, err)
+		}
+		if reply[0].(int64) != int64(lockTaken) {
+			return false
+		}
+		if err := (heldLock{lock: &l, rdb: rdb, token: "old"}).release(ctx, releasePlain); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	visitThis := func(tick int64) bool {
+		v := visit{tick: time.UnixMilli(tick), born: born, silent: 1500 * time.Millisecond,
+			args: []any{"tick", tick, keep.Milliseconds(), "1"}}
+		h, g, err := l.acquire(ctx, rdb, v)
+		if err != nil {
+			t.Fatalf("this release's acquire: %v", err)
+		}
+		if g.state != lockTaken {
+			return false
+		}
+		if g.tick != tick {
+			t.Errorf("tick %d taken, the reply says %d", tick, g.tick)
+		}
+		if err := h.release(ctx, releasePlain); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	first := time.Now().Add(-time.Minute).UnixMilli()
+	for i := range 40 {
+		tick := first + int64(i)*1000
+		taken := 0
+		for j := range 2 {
+			var took bool
+			if (i+j)%2 == 0 {
+				took = visitPrevious(tick)
+			} else {
+				took = visitThis(tick)
+			}
+			if took {
+				taken++
+			}
+		}
+		if taken != 1 {
+			t.Errorf("tick %d: taken %d times, want once", i, taken)
+		}
+		if i > 0 && (visitThis(tick-1000) || visitPrevious(tick-1000)) {
+			t.Errorf("tick %d: taken again after a later one", i-1)
+		}
+	}
+}
