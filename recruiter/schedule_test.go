@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,23 +92,6 @@ func fleetOf(t *testing.T, rdb redis.UniversalClient, n int, cfg recruiter.Confi
 	return recs
 }
 
-// checkTicks: over [from, to), every tick of a per-second schedule ran
-// once and once only (allowing one miss at either edge of the window),
-// each within a second of its tick.
-func checkTicks(t *testing.T, runs []tickRun, from, to time.Time) {
-	t.Helper()
-	seen := runsPerTick(t, runs)
-	for tick, n := range seen {
-		if n > 1 {
-			t.Errorf("tick %v ran %d times", time.UnixMilli(tick).Format(time.StampMilli), n)
-		}
-	}
-	ticks := int(to.Sub(from) / time.Second)
-	if len(seen) < ticks-1 || len(seen) > ticks+1 {
-		t.Errorf("%d ticks ran in a window of %d, want %d ± 1", len(seen), ticks, ticks)
-	}
-}
-
 // TestScheduleRunsEachTickOnce: three processes on a per-second schedule
 // for 20 s, with traffic and with none: each tick runs once, on one
 // process, within a second of the tick.
@@ -123,7 +107,7 @@ func TestScheduleRunsEachTickOnce(t *testing.T) {
 			to := from.Add(20 * time.Second)
 			time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's run: a span, not a wait for an event
 			runs := log.between(from, to)
-			checkTicks(t, runs, from, to)
+			everyTickOnce(t, runs, from, to, time.Second)
 			procs := map[int]bool{}
 			for _, r := range runs {
 				procs[r.proc] = true
@@ -281,15 +265,26 @@ func TestScheduleDaylightSaving(t *testing.T) {
 }
 
 // runsPerTick counts the runs of each tick (unix ms), and checks that
-// each began within a second of its tick, not before.
+// none began before its tick and 99 % within a second of it.
 func runsPerTick(t *testing.T, runs []tickRun) map[int64]int {
 	t.Helper()
 	seen := map[int64]int{}
+	lates := make([]time.Duration, 0, len(runs))
 	for _, r := range runs {
 		seen[r.tick.UnixMilli()]++
-		if late := r.began.Sub(r.tick); late < -50*time.Millisecond || late > time.Second {
-			t.Errorf("tick %v began %v after it (process %d), want within a second and not before", r.tick.Format(time.TimeOnly), late, r.proc)
+		late := r.began.Sub(r.tick)
+		if late < -50*time.Millisecond {
+			t.Errorf("tick %v began %v before it (process %d)", r.tick.Format(time.TimeOnly), -late, r.proc)
 		}
+		lates = append(lates, late)
+	}
+	if len(lates) > 0 {
+		slices.Sort(lates)
+		p50, p99 := lates[len(lates)/2], lates[len(lates)*99/100]
+		if p99 > time.Second {
+			t.Errorf("lateness p99 %v, want at most a second (p50 %v, the latest %v)", p99, p50, lates[len(lates)-1])
+		}
+		t.Logf("lateness p50 %v, p99 %v, the latest %v", p50.Round(time.Millisecond), p99.Round(time.Millisecond), lates[len(lates)-1].Round(time.Millisecond))
 	}
 	return seen
 }
@@ -388,30 +383,70 @@ func TestScheduleManyJobs(t *testing.T) {
 	}
 }
 
-// TestScheduleThroughThePressureGate: 30 processes on a per-second
-// schedule, of which the 10 oldest (the carrier among them) or all read
-// busy all along. The gate holds a scheduled visit back for at most half
-// a second past its tick (before: up to 10 s, so that a busy carrier left
-// its ticks to random visits, and a busy fleet ran none): no tick is
-// missing, each within a second.
-func TestScheduleThroughThePressureGate(t *testing.T) {
+// TestScheduleThroughLocalGates: 30 processes on a per-second schedule,
+// of which the 10 oldest (the carrier among them) or all read busy all
+// along, or the 10 oldest or all hold their one slice slot (MaxConcurrent
+// 1) with another job most of the time from 5 s on, once the carrier is
+// settled among them.
+//   - The pressure gate holds a scheduled visit back for at most half a
+//     second past its tick (before: up to 10 s, so that a busy carrier
+//     left its ticks to random visits, and a busy fleet ran none).
+//   - A tick held back as long with every slot busy takes one spare slot
+//     (before: it waited for the slot: the carrier's ticks went to random
+//     visits until another process took its place, and a fleet whose
+//     slots were all held ran a tick only when one came free).
+//
+// No tick is missing, 99 % within a second.
+func TestScheduleThroughLocalGates(t *testing.T) {
 	t.Parallel()
 	busy := recruiter.WithPressureRead(recruiter.Config{Pressure: time.Millisecond}, func() (time.Duration, bool) { return time.Second, true })
-	for _, busyProcs := range []int{10, 30} {
-		t.Run(fmt.Sprint(busyProcs, " of 30 busy"), func(t *testing.T) {
+	cases := []struct {
+		name  string
+		gated int
+		full  bool // the gated hold their slot; else they read busy
+	}{
+		{name: "10 of 30 busy", gated: 10},
+		{name: "30 of 30 busy", gated: 30},
+		{name: "10 of 30 with every slot held", gated: 10, full: true},
+		{name: "30 of 30 with every slot held", gated: 30, full: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Start(t)
 			rdb := srv.Client(t)
 			log := &tickLog{}
-			for p := range 30 {
+			recs := make([]*recruiter.Recruiter, 30)
+			for p := range recs {
 				cfg := recruiter.Config{Pressure: -1}
-				if p < busyProcs {
+				if p < c.gated && !c.full {
 					cfg = busy
 				}
-				rec := newRecruiter(t, rdb, cfg, nil)
-				mustRegister(t, rec, log.job(p), recruiter.JobConfig{Schedule: "* * * * * *"})
+				recs[p] = newRecruiter(t, rdb, cfg, nil)
+				mustRegister(t, recs[p], log.job(p), recruiter.JobConfig{Schedule: "* * * * * *"})
+			}
+			if c.full {
+				time.Sleep(5 * time.Second) // the oldest carries the ticks
+				var holds atomic.Int32
+				for p := range c.gated {
+					// Its own job, so that each process holds its slot: 2.5 s
+					// of every 3 s, the carrier's place going to another
+					// process and coming back each time.
+					hold := recruiter.Func(fmt.Sprint("hold", p), func(ctx context.Context) (recruiter.Report, error) {
+						holds.Add(1)
+						<-ctx.Done()
+						return recruiter.Report{}, nil
+					})
+					mustRegister(t, recs[p], hold, recruiter.JobConfig{Every: 3 * time.Second, Budget: 2500 * time.Millisecond})
+				}
+				for holds.Load() < int32(c.gated) {
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
 			from := time.Now().Truncate(time.Second).Add(5 * time.Second)
+			if c.full {
+				from = time.Now().Truncate(time.Second).Add(time.Second)
+			}
 			to := from.Add(15 * time.Second)
 			time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's run: a span, not a wait for an event
 			everyTickOnce(t, log.between(from, to), from, to, time.Second)
