@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -452,4 +453,45 @@ func TestScheduleThroughLocalGates(t *testing.T) {
 			everyTickOnce(t, log.between(from, to), from, to, time.Second)
 		})
 	}
+}
+
+// TestScheduleBesideCPUHogs: two processes that burn a core each beside
+// 30 recruiters with 5 per-second jobs (on a machine of two cores, the
+// recruiters get about a third of it): every job-tick runs once over
+// 15 s, 99 % within a second. Not parallel: the hogs would slow the
+// package's other tests.
+func TestScheduleBesideCPUHogs(t *testing.T) {
+	for range 2 {
+		hog := exec.Command("sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const procs, jobs = 30, 5
+	logs := make([]*tickLog, jobs)
+	for j := range logs {
+		logs[j] = &tickLog{}
+	}
+	for p := range procs {
+		rec := newRecruiter(t, rdb, recruiter.Config{Pressure: -1}, nil)
+		for j, log := range logs {
+			job := log.job(p)
+			mustRegister(t, rec, recruiter.Func(fmt.Sprintf("report%d", j), job.Run), recruiter.JobConfig{Schedule: "* * * * * *"})
+		}
+	}
+	from := time.Now().Truncate(time.Second).Add(5 * time.Second)
+	to := from.Add(15 * time.Second)
+	time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's runs
+	var all []tickRun
+	for j, log := range logs {
+		runs := log.between(from, to)
+		all = append(all, runs...)
+		t.Run(fmt.Sprint("job ", j), func(t *testing.T) {
+			everyTickOnce(t, runs, from, to, time.Second)
+		})
+	}
+	runsPerTick(t, all) // p99 over every job's runs
 }
