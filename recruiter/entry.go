@@ -51,7 +51,7 @@ func newEntry(job Job, name string, cfg JobConfig, rcfg Config, now time.Time) *
 	case *pace:
 		end = rateWindow
 	case *ticks:
-		e.coolOff(m.plan(now, false))
+		e.coolOff(m.plan(now, 0))
 	}
 	e.stats.windowEnd.Store(end)
 	e.stats.init(now)

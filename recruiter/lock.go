@@ -88,6 +88,7 @@ type grant struct {
 	redisNow int64         // Redis's clock when it answered, unix ms
 	seat     string        // the seat taken beside the running slice; "" for the lock itself
 	carry    bool          // this process carries the job: it visits the next slot (or tick) too
+	watch    bool          // this process watches the carrier: it visits the watchEvery-th slot (or tick) on too
 
 	left   time.Duration // automatic pace: until the current slot ends
 	fleet  float64       // automatic pace, a schedule: the processes that visit, as counted; 0 while unknown
@@ -101,7 +102,7 @@ type visitKind int8
 
 const (
 	visitPlanned visitKind = iota // its own plan: automatic pace's random gap, a schedule's drawn tick, a fixed rate's draw
-	visitCarrier                  // the carrier's, to the slot or tick after the last: weighs nothing in the count
+	visitCarrier                  // the carrier's, to the slot or tick after the last, or its watcher's: weighs nothing in the count
 	visitBacklog                  // continues this process's backlog (automatic pace): weighs nothing
 	visitWoken                    // an enqueue here asked for it (wake.go): weighs nothing, and may take a resting job
 )
@@ -113,6 +114,7 @@ type visit struct {
 	kind   visitKind
 	born   string        // when its process started (Recruiter.born), to keep or claim the carrier's place; "" for none
 	silent time.Duration // the carrier's silence after which it is taken for gone
+	watch  time.Duration // the watcher's silence after which it is taken for gone
 	tick   time.Time     // a schedule: the tick it names
 	args   []any
 }
@@ -135,7 +137,7 @@ type heldLock struct {
 // holds the lock only when g.state is lockTaken.
 func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, v visit) (h heldLock, g grant, err error) {
 	token := rand.Text()
-	args := append([]any{token, l.ttl.Milliseconds(), l.slices, v.kind == visitWoken, v.born, v.silent.Milliseconds()}, v.args...)
+	args := append([]any{token, l.ttl.Milliseconds(), l.slices, v.kind == visitWoken, v.born, v.silent.Milliseconds(), v.watch.Milliseconds()}, v.args...)
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, args...).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
@@ -192,6 +194,8 @@ func parseGrant(reply []any) (g grant, err error) {
 			g.redisNow = n
 		case "carry":
 			g.carry = n == 1
+		case "watch":
+			g.watch = n == 1
 		case "left":
 			g.left = bounded(n)
 		case "streak":

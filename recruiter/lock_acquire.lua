@@ -14,13 +14,19 @@
 -- compare as strings) and carried (Redis ms of its last visit). The
 -- carrier visits every slot or tick, so that a run does not hang on
 -- random visits; a visit of an older process, or any once the carrier has
--- been silent, makes its process the carrier.
+-- been silent, makes its process the carrier. The watcher (watcher,
+-- watched) is the youngest other process that visits: it visits every
+-- eighth slot or tick, so that a carrier gone silent is replaced soon
+-- however many processes went with it; a visit of a younger process, or
+-- any other once the watcher has been silent, makes its process the
+-- watcher.
 --
 -- KEYS[1]: the lock. ARGV, for every mode: token, ttl (ms), slices (how
 -- many may run at once), woken ('1': an enqueue asked for this visit; it
 -- takes the lock while the job rests, not while a slice runs or it is
 -- paused), born (this visit's process start; '' for none), silence (ms
--- after which the carrier is taken for gone), mode; then the mode's own:
+-- after which the carrier is taken for gone), watch (the same for the
+-- watcher), mode; then the mode's own:
 --   'pace' (automatic): every (ms), phase (ms), keep (ms the state outlives
 --          the visit), weight (the mean slots between its process's visits)
 --   'tick' (a schedule): tick (unix ms, the tick it would run), keep,
@@ -31,17 +37,18 @@
 -- schedule: its tick taken, or not yet come), 4 paused), wait (ms until
 -- that changes; -1: an older version's lock without expiry), now (Redis's
 -- clock, ms), seat (the seat taken; '' for the lock itself), carry (1 if
--- this visit's process carries the job); 'pace' adds left (ms until the
+-- this visit's process carries the job), watch (1 if it watches the
+-- carrier); 'pace' adds left (ms until the
 -- slot ends), fleet (the estimate, '' while none), streak and folds;
 -- 'tick' adds tick (the latest taken, 0 if none) and fleet.
 local key = KEYS[1]
 local token, ttl, slices = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]) or 1
-local woken, born, silence, mode = ARGV[4] == '1', ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local woken, born, silence, watch, mode = ARGV[4] == '1', ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds', 'tick', 'carrier', 'carried')
+local f = redis.pcall('HMGET', key, 'token', 'held', 'rest', 'paused', 'slot', 'streak', 'vslot', 'visits', 'fleet', 'folds', 'tick', 'carrier', 'carried', 'watcher', 'watched')
 if f.err then
   -- The string lock of earlier versions, met during a rolling upgrade:
   -- respect it as it says.
@@ -49,7 +56,7 @@ if f.err then
   if redis.call('GET', key) == 'cooldown' then
     state = 3
   end
-  return {'state', state, 'wait', redis.call('PTTL', key), 'now', now, 'seat', '', 'carry', 0}
+  return {'state', state, 'wait', redis.call('PTTL', key), 'now', now, 'seat', '', 'carry', 0, 'watch', 0}
 end
 
 local running = f[1] and (tonumber(f[2]) or 0) > now
@@ -84,8 +91,8 @@ end
 
 local slot, tick
 if mode == 'pace' then
-  local every, phase, weight = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[11])
-  keep = tonumber(ARGV[10])
+  local every, phase, weight = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[12])
+  keep = tonumber(ARGV[11])
   slot = math.floor((now - phase) / every)
   local left = (slot + 1) * every + phase - now
   local estimate, folds = count(slot, weight, 0.125, function(vslot) return slot - vslot - 1 end)
@@ -100,11 +107,11 @@ if mode == 'pace' then
   end
   reply = {'left', left, 'fleet', estimate, 'streak', streak, 'folds', folds}
 elseif mode == 'tick' then
-  tick = tonumber(ARGV[8])
-  keep = tonumber(ARGV[9])
+  tick = tonumber(ARGV[9])
+  keep = tonumber(ARGV[10])
   local last = tonumber(f[11]) or 0
   -- Ticks may be unevenly spaced: a tick without a visit is not folded.
-  local estimate = count(tick, tonumber(ARGV[10]), 0.25, function() return 0 end)
+  local estimate = count(tick, tonumber(ARGV[11]), 0.25, function() return 0 end)
   if tick > now then
     state, wait = 3, tick - now
   elseif tick <= last then
@@ -131,14 +138,22 @@ else
   end
 end
 
--- The carrier: kept while it visits, taken over by an older process or
--- once it has been silent.
-local carry = 0
+-- The carrier and its watcher: each kept while it visits, taken over by
+-- an older process (a younger, for the watcher) or once it has been
+-- silent. The watcher that takes the carrier's place leaves its own.
+local carry, watching = 0, 0
 if mode ~= 'rate' and born and born ~= '' then
   local carrier, carried = f[12], tonumber(f[13]) or 0
+  local watcher, watched = f[14], tonumber(f[15]) or 0
   if not carrier or born <= carrier or now - carried > silence then
     redis.call('HSET', key, 'carrier', born, 'carried', now)
     carry = 1
+    if watcher == born then
+      redis.call('HDEL', key, 'watcher', 'watched')
+    end
+  elseif not watcher or born >= watcher or now - watched > watch then
+    redis.call('HSET', key, 'watcher', born, 'watched', now)
+    watching = 1
   end
 end
 
@@ -175,7 +190,7 @@ if seat == '' and (state == 1 or keep > 0) then
   end
 end
 
-local out = {'state', state, 'wait', wait, 'now', now, 'seat', seat, 'carry', carry}
+local out = {'state', state, 'wait', wait, 'now', now, 'seat', seat, 'carry', carry, 'watch', watching}
 for _, v in ipairs(reply) do
   out[#out + 1] = v
 end

@@ -38,12 +38,15 @@ import (
 // an older one, or any once the carrier has been silent a slot and a
 // half, takes over). The carrier visits every slot, a little after the
 // random visits aimed at its start, as well as its random plan, at no
-// weight in the count. A scale-in, which removes the
-// newest processes first (Kubernetes' rule), leaves it in place, so the
-// cadence does not depend on what the survivors know. When the carrier
-// goes anyway (a crash, a lost node), the first random visit of a
-// survivor takes over: after a shrink by k (old size over new), on
-// average k / visitsPerSlot slots on.
+// weight in the count. A scale-in, which removes the newest processes
+// first (Kubernetes' rule), leaves it in place, so the cadence does not
+// depend on what the survivors know. The youngest other process that
+// visits watches it: it visits every watchEvery-th slot, at no weight,
+// and takes the carrier's place once it has been silent. So when the
+// oldest processes go (a crash, a lost node), the watcher restarts the
+// visits within watchEvery + 2 slots. When both go, the first random
+// visit of a survivor takes over: after a shrink by k (old size over
+// new), on average k / visitsPerSlot slots on.
 //
 // A busy survivor also learns sooner than its next visit: a scale-in shows
 // locally when the traffic stays: each survivor's share of it jumps. So a
@@ -56,6 +59,12 @@ import (
 // the count stays sound. A burst of traffic on a fleet that did not
 // shrink costs more visits for a few slots: a visit that finds the count
 // unmoved ends the guess.
+
+// watchEvery is how many slots (or ticks) apart the carrier's watcher
+// visits: a carrier gone silent (a slot and a half) is replaced within
+// watchEvery + 1.5 slots by the watcher, at 1/watchEvery round trips a
+// slot.
+const watchEvery = 8
 
 // visitsPerSlot is what automatic pace aims for: the random visits a slot
 // gets, fleet-wide, beside the carrier's. They keep the count and restart
@@ -126,7 +135,7 @@ func newPace(name string, every time.Duration, now time.Time) *pace {
 // less often once the backlog ends).
 func (p *pace) visit(e *entry, woken bool, _ time.Time) visit {
 	every := e.cfg.Every
-	v := visit{silent: every + every/2}
+	v := visit{silent: every + every/2, watch: 2 * watchEvery * every}
 	switch {
 	case woken:
 		v.kind = visitWoken
@@ -165,8 +174,11 @@ func (p *pace) learn(s *slice, v visit, _ time.Time) {
 	default:
 		s.until = p.plan(g, every, s.taken, s.until)
 	}
-	if g.carry {
+	switch {
+	case g.carry:
 		s.until = p.succeed(s.taken, g.left, every, s.until)
+	case g.watch:
+		s.until = p.succeed(s.taken, g.left+(watchEvery-1)*every, every, s.until)
 	}
 }
 

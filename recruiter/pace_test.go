@@ -169,14 +169,19 @@ func TestAutomaticPaceAfterATrafficJump(t *testing.T) {
 //
 // The oldest leave, the carrier among them (a node lost; Shutdown writes
 // nothing to Redis, so for the survivors this is a crash): 100 to 10, the
-// chain restarts at a survivor's first random visit, on average 100 /
-// (10 * visitsPerSlot) = 6.7 slots on, and with chance 1 - e^-6 by 40
+// carrier's watcher, the youngest, takes its place within watchEvery + 2
+// slots, so slots 10-50 run in 85 % of each 10 (before the watcher, a
+// survivor's first random visit restarted the visits, on average 100 /
+// (10 * visitsPerSlot) = 6.7 slots on, and after 20 slots in 1 run of 20).
+// The oldest and the youngest leave, the carrier and its watcher among
+// them: the first random visit takes over, with chance 1 - e^-6 by 40
 // slots; slots 40-60 run in 85 % of each 10.
 func TestAutomaticPaceQuietScaleIn(t *testing.T) {
 	srv := redistest.Start(t)
 	const every = 500 * time.Millisecond
 	youngest := (*pacefleet.Fleet).Shrink
 	oldest := (*pacefleet.Fleet).ShrinkOldest
+	middle := (*pacefleet.Fleet).ShrinkToMiddle
 	cases := []struct {
 		name       string
 		from, to   int
@@ -190,7 +195,8 @@ func TestAutomaticPaceQuietScaleIn(t *testing.T) {
 	}{
 		{name: "30 to 3, the youngest leave", from: 30, to: 3, shrink: youngest, buckets: 4, minBucket: 0.6, minOverall: 0.85},
 		{name: "100 to 10, the youngest leave", from: 100, to: 10, shrink: youngest, buckets: 4, minBucket: 0.6, minOverall: 0.85},
-		{name: "100 to 10, the oldest leave", from: 100, to: 10, shrink: oldest, buckets: 6, skip: 4, minBucket: 0.85, minOverall: 0.85},
+		{name: "100 to 10, the oldest leave", from: 100, to: 10, shrink: oldest, buckets: 5, skip: 1, minBucket: 0.85, minOverall: 0.85},
+		{name: "100 to 10, the oldest and the youngest leave", from: 100, to: 10, shrink: middle, buckets: 6, skip: 4, minBucket: 0.85, minOverall: 0.85},
 	}
 	var wg sync.WaitGroup
 	for i := range cases {

@@ -204,7 +204,7 @@ func (t *ticks) visit(_ *entry, _ bool, now time.Time) visit {
 	tick := t.visiting(now)
 	gap := t.sched.next(tick).Sub(tick)
 	weight := t.weight.Load()
-	v := visit{tick: tick, silent: gap + gap/2}
+	v := visit{tick: tick, silent: gap + gap/2, watch: 2 * watchEvery * gap}
 	if weight == 0 {
 		v.kind = visitCarrier
 	}
@@ -224,7 +224,7 @@ func (t *ticks) learn(s *slice, v visit, sent time.Time) {
 		t.late.Store(int64(t.redisNow(s.taken).Sub(v.tick)))
 	}
 	if g.state != lockRunning {
-		s.until = t.plan(s.taken, g.carry)
+		s.until = t.plan(s.taken, stride(g))
 	}
 }
 
@@ -251,12 +251,26 @@ func (t *ticks) redisNow(now time.Time) time.Time {
 	return now.Add(time.Duration(t.offset.Load()))
 }
 
+// stride is how many ticks on a process that carries the job (1) or
+// watches its carrier (watchEvery) visits, whatever its share draws; 0
+// for any other.
+func stride(g grant) int {
+	switch {
+	case g.carry:
+		return 1
+	case g.watch:
+		return watchEvery
+	}
+	return 0
+}
+
 // plan picks the next visit after the latest tick known: the first tick
 // this process visits (all, or a share of a dense schedule's ticks) and
-// when, on its own clock. The job's carrier (carry) visits the next tick
-// too, weighing nothing in the count unless its own share drew that tick:
-// so a dense schedule's ticks do not depend on random visits alone.
-func (t *ticks) plan(now time.Time, carry bool) time.Time {
+// when, on its own clock. The job's carrier visits the next tick too, and
+// its watcher the stride-th, weighing nothing in the count unless its own
+// share drew that tick first: so a dense schedule's ticks do not depend on
+// random visits alone.
+func (t *ticks) plan(now time.Time, stride int) time.Time {
 	last := time.UnixMilli(t.last.Load())
 	chance := 1.0
 	if fleet := t.count.Load(); t.sched.gap < t.dense && fleet > tickVisits {
@@ -269,8 +283,8 @@ func (t *ticks) plan(now time.Time, carry bool) time.Time {
 	}
 	weight := 1 / chance
 	for i := 0; i < tickScan && chance < 1 && rand.Float64() >= chance && tick.After(rnow); i++ {
-		if carry && i == 0 {
-			weight = 0 // the carrier's visit
+		if i == stride-1 {
+			weight = 0 // the carrier's visit, or its watcher's
 			break
 		}
 		tick = t.sched.next(tick) // another process's turn, as likely as not

@@ -98,12 +98,25 @@ func (f *Fleet) Shrink(ctx context.Context, n int) error {
 // is lost or processes are killed regardless of their age. Shutdown
 // writes nothing to Redis, so for the others this is a crash.
 func (f *Fleet) ShrinkOldest(ctx context.Context, n int) error {
+	return f.keep(ctx, len(f.recs)-n, n)
+}
+
+// ShrinkToMiddle shuts down all but n recruiters in the middle of the
+// fleet's age order: the oldest and the youngest leave, the job's carrier
+// and its watcher among them.
+func (f *Fleet) ShrinkToMiddle(ctx context.Context, n int) error {
+	return f.keep(ctx, (len(f.recs)-n)/2, n)
+}
+
+// keep shuts down all but the n recruiters from the from-th on.
+func (f *Fleet) keep(ctx context.Context, from, n int) error {
 	var errs []error
-	cut := len(f.recs) - n
-	for _, rec := range f.recs[:cut] {
-		errs = append(errs, rec.Shutdown(ctx))
+	for i, rec := range f.recs {
+		if i < from || i >= from+n {
+			errs = append(errs, rec.Shutdown(ctx))
+		}
 	}
-	f.recs = f.recs[cut:]
+	f.recs = f.recs[from : from+n]
 	f.fresh.Store(int64(len(f.recs)))
 	return errors.Join(errs...)
 }
