@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(runWorker(spec))
 	}
+	// The pace test re-executes it as processes that run a paced job.
+	if spec := os.Getenv(pacedEnv); spec != "" {
+		os.Exit(runPaced(spec))
+	}
 	goleak.VerifyTestMain(m)
 }
 
