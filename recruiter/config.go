@@ -73,7 +73,9 @@ type Config struct {
 	// Logger receives slice errors, panics and overruns. Default slog.Default().
 	Logger *slog.Logger
 	// MaxConcurrent bounds the slices this process runs at once; an
-	// enlistment that finds them all busy is dismissed, never queued.
+	// enlistment that finds them all busy is dismissed, never queued. A
+	// schedule's visit held back half a second past its tick (or half its
+	// gap) takes one spare slot beyond it, so that no tick is lost to it.
 	// Default 1.
 	MaxConcurrent int
 	// MeterProvider provides the meter. Default: the otel global.
