@@ -191,9 +191,11 @@ func (p *pacedProc) runs(t *testing.T, from, to int64) (ran, unrecorded int) {
 // the 9 oldest are SIGKILLed, the carrier among them: the survivor must
 // take the job over and keep its cadence. The runs recorded in Redis are
 // counted in 10-slot (5 s) windows from the kill, as the slots' phase is
-// the job's own: the 20 slots 10 to 20 s after the kill must have at
-// least 17 runs (8.5 of 10 a window) and at most 21 (one run per slot,
-// give or take a boundary), as must the 20 slots before the kill.
+// the job's own. The 20 slots before the kill must have at least 17 runs
+// (8.5 of 10 a window) and at most 21 (one run per slot, give or take a
+// boundary); the 30 slots 5 to 20 s after it at least 26 and at most 31:
+// the survivor, the youngest, watches the carrier and takes its place
+// within 8 + 1.5 slots.
 func TestPacedFleetKilled(t *testing.T) {
 	t.Parallel()
 	const (
@@ -260,7 +262,7 @@ func TestPacedFleetKilled(t *testing.T) {
 		report = append(report, fmt.Sprintf("%+ds..%+ds: %d", b*5, (b+1)*5, buckets[b]))
 	}
 	before := buckets[-2] + buckets[-1]
-	after := buckets[2] + buckets[3]
+	after := buckets[1] + buckets[2] + buckets[3]
 	t.Logf("%d processes, %d runs recorded in all; runs per 5 s window (10 slots) from the SIGKILL of the %d oldest: %s",
 		procs, len(raw), killed, strings.Join(report, ", "))
 
@@ -284,8 +286,8 @@ func TestPacedFleetKilled(t *testing.T) {
 	if before < minRuns || before > maxRuns {
 		t.Errorf("%d runs in the 20 slots before the kill, want %d to %d: the settled fleet did not run the job about once a slot", before, minRuns, maxRuns)
 	}
-	if after < minRuns || after > maxRuns {
-		t.Errorf("%d runs in slots 20 to 40 after the SIGKILL of the %d oldest (the carrier among them), want %d to %d: the survivor did not keep the cadence", after, killed, minRuns, maxRuns)
+	if after < 26 || after > 31 {
+		t.Errorf("%d runs in slots 10 to 40 after the SIGKILL of the %d oldest (the carrier among them), want 26 to 31: the survivor did not take the job over within the watcher's bound", after, killed)
 	}
 
 	// The survivor shuts down cleanly when its stdin closes.
