@@ -65,7 +65,8 @@ func (r *Recruiter) visitWoken(e *entry, now time.Time) (started bool, wait time
 	if wait := at.Add(-wakeBurst * gap).Sub(now); wait > 0 {
 		return false, wait
 	}
-	if !r.open(e, false) {
+	// Not open(): a woken visit passes the cool-off.
+	if r.closed.Load() || e.running.Load() || r.inFlight.Load() >= r.slots(false) || !r.breaker.allows(now) {
 		return false, timerRetry // a slice's end wakes the timer sooner
 	}
 	if at.Before(now) {
