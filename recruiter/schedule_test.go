@@ -345,16 +345,10 @@ func TestScheduleDenseFleet(t *testing.T) {
 	})
 }
 
-// TestScheduleManyJobs: 30 processes with 20 per-second jobs each, no
-// traffic: every job's every tick runs once over 15 s, at no more than 5
-// round trips per job-tick fleet-wide (every command counted).
-func TestScheduleManyJobs(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	trips := &redistest.RoundTrips{}
-	rdb.AddHook(trips)
-	const procs, jobs = 30, 20
+// perSecondJobs starts procs recruiters on rdb, each with jobs per-second
+// jobs, report0 to report(jobs-1), and returns each job's log.
+func perSecondJobs(t *testing.T, rdb redis.UniversalClient, procs, jobs int) []*tickLog {
+	t.Helper()
 	logs := make([]*tickLog, jobs)
 	for j := range logs {
 		logs[j] = &tickLog{}
@@ -366,6 +360,20 @@ func TestScheduleManyJobs(t *testing.T) {
 			mustRegister(t, rec, recruiter.Func(fmt.Sprintf("report%d", j), job.Run), recruiter.JobConfig{Schedule: "* * * * * *"})
 		}
 	}
+	return logs
+}
+
+// TestScheduleManyJobs: 30 processes with 20 per-second jobs each, no
+// traffic: every job's every tick runs once over 15 s, at no more than 5
+// round trips per job-tick fleet-wide (every command counted).
+func TestScheduleManyJobs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	trips := &redistest.RoundTrips{}
+	rdb.AddHook(trips)
+	const jobs = 20
+	logs := perSecondJobs(t, rdb, 30, jobs)
 	time.Sleep(5 * time.Second) // the fleet settles: its count learnt
 	from, before := time.Now().Truncate(time.Second).Add(time.Second), trips.Load()
 	to := from.Add(15 * time.Second)
@@ -470,18 +478,7 @@ func TestScheduleBesideCPUHogs(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	const procs, jobs = 30, 5
-	logs := make([]*tickLog, jobs)
-	for j := range logs {
-		logs[j] = &tickLog{}
-	}
-	for p := range procs {
-		rec := newRecruiter(t, rdb, recruiter.Config{Pressure: -1}, nil)
-		for j, log := range logs {
-			job := log.job(p)
-			mustRegister(t, rec, recruiter.Func(fmt.Sprintf("report%d", j), job.Run), recruiter.JobConfig{Schedule: "* * * * * *"})
-		}
-	}
+	logs := perSecondJobs(t, rdb, 30, 5)
 	from := time.Now().Truncate(time.Second).Add(5 * time.Second)
 	to := from.Add(15 * time.Second)
 	time.Sleep(time.Until(to.Add(1500 * time.Millisecond))) // the window, then its last tick's runs
