@@ -44,7 +44,7 @@ import (
 // visits watches it: it visits every watchEvery-th slot, at no weight,
 // and takes the carrier's place once it has been silent. So when the
 // oldest processes go (a crash, a lost node), the watcher restarts the
-// visits within watchEvery + 2 slots. When both go, the first random
+// visits within watchEvery + 1.5 slots. When both go, the first random
 // visit of a survivor takes over: after a shrink by k (old size over
 // new), on average k / visitsPerSlot slots on.
 //
