@@ -92,6 +92,9 @@ bench-fleet: redis-server
 # and traffic, and after a scale-in and a scale-out, recruiters in one
 # process on a real redis-server; rewrites its section of BENCHMARKS.md
 # and bench/results/pace-*.svg.
+# ARGS=-pace-large runs only its large part instead (about 6 minutes):
+# 10,000 processes, steady and after a scale-in to 100; it rewrites its
+# own section of BENCHMARKS.md.
 .PHONY: bench-pace
 bench-pace: redis-server
 	@echo "building the benchmark: the first build downloads and compiles its dependencies (a minute or two); later ones take seconds"

@@ -6,10 +6,11 @@
 // fleet section of BENCHMARKS.md (between its markers) and the plots in
 // bench/results.
 //
-//	go run ./bench            # the full set, about 13 minutes
-//	go run ./bench -quick     # a short version for development, under a minute
-//	go run ./bench -pace      # automatic pace against fleet size and traffic, and after a scale-in and a scale-out (make bench-pace)
-//	go run ./bench -peers     # worksteal, asynq and River on the same tasks, a few minutes (make bench-peers; -long: longer)
+//	go run ./bench                # the full set, about 13 minutes
+//	go run ./bench -quick         # a short version for development, under a minute
+//	go run ./bench -pace          # automatic pace against fleet size and traffic, and after a scale-in and a scale-out (make bench-pace)
+//	go run ./bench -pace-large    # only the pace at 10,000 processes, steady and after a scale-in to 100 (make bench-pace ARGS=-pace-large)
+//	go run ./bench -peers         # worksteal, asynq and River on the same tasks, a few minutes (make bench-peers; -long: longer)
 package main
 
 import (
@@ -30,6 +31,7 @@ type options struct {
 	quick     bool
 	long      bool
 	pace      bool
+	paceLarge bool
 	peers     bool
 	port      int
 	markdown  string
@@ -43,6 +45,7 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "short runs for development (under a minute); the figures are not for publishing")
 	flag.BoolVar(&o.pace, "pace", false, "run the pace benchmark instead (about 13 minutes): automatic pace against fleet size and traffic, and after a scale-in and a scale-out; rewrites its own section of BENCHMARKS.md and bench/results/pace-*.svg")
+	flag.BoolVar(&o.paceLarge, "pace-large", false, "run only the large-fleet part of the pace benchmark, not its sweep (about 6 minutes; with or without -pace): 10,000 processes with no traffic, steady and then shrunk to 100 (the youngest, the oldest, or both leave), one fleet after the other; rewrites its own section of BENCHMARKS.md (between <!-- pace-large:begin --> and <!-- pace-large:end -->)")
 	flag.BoolVar(&o.peers, "peers", false, "run the peer benchmark instead (a few minutes): worksteal, asynq and River on the same tasks, on a redis-server and a PostgreSQL it starts; rewrites its own section of BENCHMARKS.md and bench/results/peers-*.svg")
 	flag.BoolVar(&o.long, "long", false, "with -peers: more rounds and larger runs (about 20 minutes)")
 	flag.IntVar(&o.port, "port", 0, "port of the throw-away redis-server (0: a free one)")
@@ -79,6 +82,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
 	switch {
+	case o.paceLarge:
+		err = runPaceLargeBench(ctx, o)
 	case o.pace:
 		err = runPaceBench(ctx, o)
 	case o.peers:
