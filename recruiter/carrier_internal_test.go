@@ -142,7 +142,7 @@ func TestScheduleMidDeploy(t *testing.T) {
 		return true
 	}
 	visitThis := func(tick int64) bool {
-		v := visit{tick: time.UnixMilli(tick), born: born, silent: 1500 * time.Millisecond,
+		v := visit{tick: time.UnixMilli(tick), born: born, carrierSilence: 1500 * time.Millisecond,
 			args: []any{"tick", tick, keep.Milliseconds(), "1"}}
 		h, g, err := l.acquire(ctx, rdb, v)
 		if err != nil {

@@ -102,7 +102,9 @@ type Config struct {
 	// paced job's planned visit when no enlistment made it within an
 	// eighth of Every (at most 1s), so a quiet fleet still runs every job
 	// with Every about once per Every, at the same round trips per run.
-	// Jobs with a fixed Rate are traffic-driven either way.
+	// Jobs with a fixed Rate are traffic-driven either way. With
+	// TrafficOnly a schedule's visits, the timer's otherwise, are
+	// enlistments' too: it takes a share of the roll.
 	TrafficOnly bool
 
 	// Set by this repository's tests only (internal/hooks): the roll of an
@@ -205,8 +207,8 @@ type JobConfig struct {
 	Every time.Duration
 	// Rate, when set, is the fixed share of enlistments that draw this job,
 	// in (0, 1]. The rates of all jobs of a recruiter sum to at most 1; the
-	// rest of each roll goes to automatically paced and scheduled jobs, or
-	// is "dismissed". Zero: automatic pace, which needs Every, or a
+	// rest of each roll goes to automatically paced jobs (and, with
+	// TrafficOnly, scheduled ones), or is "dismissed". Zero: automatic pace, which needs Every, or a
 	// Schedule.
 	Rate float64
 	// Schedule, instead of Every and Rate, runs the job once per tick of a

@@ -111,12 +111,12 @@ const (
 // every mode says, then its mode's own arguments (args, the mode's name
 // first), which the mode builds.
 type visit struct {
-	kind   visitKind
-	born   string        // when its process started (Recruiter.born), to keep or claim the carrier's place; "" for none
-	silent time.Duration // the carrier's silence after which it is taken for gone
-	watch  time.Duration // the watcher's silence after which it is taken for gone
-	tick   time.Time     // a schedule: the tick it names
-	args   []any
+	kind           visitKind
+	born           string        // when its process started (Recruiter.born), to keep or claim the carrier's place; "" for none
+	carrierSilence time.Duration // after which the carrier is taken for gone
+	watcherSilence time.Duration // after which the carrier's watcher is taken for gone
+	tick           time.Time     // a schedule: the tick it names
+	args           []any
 }
 
 // acquireKeep is how many slots a job's pace state outlives its last
@@ -137,7 +137,7 @@ type heldLock struct {
 // holds the lock only when g.state is lockTaken.
 func (l *jobLock) acquire(ctx context.Context, rdb redis.Scripter, v visit) (h heldLock, g grant, err error) {
 	token := rand.Text()
-	args := append([]any{token, l.ttl.Milliseconds(), l.slices, v.kind == visitWoken, v.born, v.silent.Milliseconds(), v.watch.Milliseconds()}, v.args...)
+	args := append([]any{token, l.ttl.Milliseconds(), l.slices, v.kind == visitWoken, v.born, v.carrierSilence.Milliseconds(), v.watcherSilence.Milliseconds()}, v.args...)
 	reply, err := acquireScript.Run(ctx, rdb, []string{l.key}, args...).Slice()
 	if err != nil {
 		return heldLock{}, grant{}, err
@@ -160,29 +160,35 @@ func parseGrant(reply []any) (g grant, err error) {
 	var seen int
 	for i := 0; i < len(reply); i += 2 {
 		name, _ := reply[i].(string)
-		if name == "seat" || name == "fleet" {
-			text, ok := reply[i+1].(string)
-			switch {
-			case !ok:
+		text, isText := reply[i+1].(string)
+		n, isInt := reply[i+1].(int64)
+		switch name {
+		case "seat", "fleet":
+			if !isText {
 				return grant{}, fmt.Errorf("%s is not text", name)
-			case name == "seat" && len(text) > 4:
-				return grant{}, errors.New("malformed seat")
-			case name == "seat":
-				g.seat = text
-			case text != "":
-				v, err := strconv.ParseFloat(text, 64)
-				if err != nil || !(v >= 0) {
-					return grant{}, fmt.Errorf("estimate %q", text)
-				}
-				g.fleet = v
 			}
+		case "state", "wait", "now", "carry", "watch", "left", "streak", "folds", "tick":
+			if !isInt {
+				return grant{}, fmt.Errorf("%s is not an integer", name)
+			}
+		default:
 			continue
 		}
-		n, ok := reply[i+1].(int64)
-		if !ok {
-			return grant{}, fmt.Errorf("%s is not an integer", name)
-		}
 		switch name {
+		case "seat":
+			if len(text) > 4 {
+				return grant{}, errors.New("malformed seat")
+			}
+			g.seat = text
+		case "fleet":
+			if text == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(text, 64)
+			if err != nil || !(v >= 0) {
+				return grant{}, fmt.Errorf("estimate %q", text)
+			}
+			g.fleet = v
 		case "state":
 			if n < int64(lockTaken) || n > int64(lockPaused) {
 				return grant{}, fmt.Errorf("state %d", n)

@@ -142,7 +142,7 @@ end
 -- an older process (a younger, for the watcher) or once it has been
 -- silent. The watcher that takes the carrier's place leaves its own.
 local carry, watching = 0, 0
-if mode ~= 'rate' and born and born ~= '' then
+if (mode == 'pace' or mode == 'tick') and born and born ~= '' then
   local carrier, carried = f[12], tonumber(f[13]) or 0
   local watcher, watched = f[14], tonumber(f[15]) or 0
   if not carrier or born <= carrier or now - carried > silence then

@@ -16,15 +16,16 @@ type mode interface {
 	// script; woken: an enqueue here asked for it.
 	visit(e *entry, woken bool, now time.Time) visit
 	// learn plans from the acquire's answer to v (s.g, taken at s.taken):
-	// it sets s.until, until which this process stays away, and, when the
-	// visit took the lock, s.tick.
+	// it may move s.until, until which this process stays away (the lock's
+	// hold-off), and, when the visit took the lock, set s.tick.
 	learn(s *slice, v visit, sent time.Time)
 	// handOn hands the lock on once the slice's run ended with res, at
-	// now, and sets the process's cool-off.
+	// now, and sets the process's cool-off if the run changed it.
 	handOn(ctx context.Context, s *slice, res result, now time.Time) error
 	// timerDue is when the pace timer makes the planned visit, if no
-	// enlistment made it first; false: the mode has no plan in time.
-	timerDue(e *entry) (time.Time, bool)
+	// enlistment made it first, and not before again (its retry of a
+	// visit a gate held back); false: the mode has no plan in time.
+	timerDue(e *entry, again time.Time) (time.Time, bool)
 	// fleet is the processes that visit the job, as this process last
 	// learnt; 0 while unknown, and for a fixed rate.
 	fleet(e *entry) float64
@@ -66,7 +67,14 @@ func (fixedRate) handOn(ctx context.Context, s *slice, res result, now time.Time
 	remaining := e.cfg.Every - res.Duration
 	switch {
 	case s.lock.seat != "":
-		return s.leaveSeat(ctx, more, 1, res.Duration, now)
+		// A seat beside the lock's slice: its rest is that slice's; a
+		// backlog brings this process back soon.
+		if more {
+			e.coolOff(now.Add(backlogGap(e.cfg.Every, res.Duration, 1)))
+		} else {
+			e.coolOff(s.until)
+		}
+		return s.lock.release(ctx, releasePlain)
 	case more:
 		return s.lock.release(ctx, releasePlain)
 	case remaining > time.Millisecond:
@@ -77,18 +85,6 @@ func (fixedRate) handOn(ctx context.Context, s *slice, res result, now time.Time
 	return s.lock.release(ctx, releasePlain)
 }
 
-func (fixedRate) timerDue(*entry) (time.Time, bool) { return time.Time{}, false }
+func (fixedRate) timerDue(*entry, time.Time) (time.Time, bool) { return time.Time{}, false }
 
 func (fixedRate) fleet(*entry) float64 { return 0 }
-
-// leaveSeat frees a seat beside the lock's slice: the pace is that
-// slice's; a backlog brings this process back soon, as a streak of
-// streak would.
-func (s *slice) leaveSeat(ctx context.Context, more bool, streak int, d time.Duration, now time.Time) error {
-	if more {
-		s.e.coolOff(now.Add(backlogGap(s.e.cfg.Every, d, streak)))
-	} else {
-		s.e.coolOff(s.until)
-	}
-	return s.lock.release(ctx, releasePlain)
-}

@@ -65,8 +65,8 @@ func TestModeVisit(t *testing.T) {
 			if len(c.args) > 1 && v.args[len(v.args)-1] != c.args[1] {
 				t.Errorf("weight %v, want %v (args %v)", v.args[len(v.args)-1], c.args[1], v.args)
 			}
-			if _, fixed := e.mode.(fixedRate); !fixed && v.silent <= 0 {
-				t.Errorf("the carrier's silence %v, want it set", v.silent)
+			if _, fixed := e.mode.(fixedRate); !fixed && v.carrierSilence <= 0 {
+				t.Errorf("the carrier's silence %v, want it set", v.carrierSilence)
 			}
 		})
 	}
@@ -167,6 +167,8 @@ func TestModeHandOn(t *testing.T) {
 		name    string
 		cfg     JobConfig
 		res     result
+		seat    bool          // the slice takes a seat beside another's (a woken visit, Slices 2)
+		timer   time.Duration // if set: the pace timer visits again within this
 		held    bool          // the lock still names the slice's token: left to expire
 		rest    bool          // the job rests, fleet-wide
 		streak  string        // the lock's streak field after
@@ -178,6 +180,10 @@ func TestModeHandOn(t *testing.T) {
 		{name: "automatic: left to expire", cfg: JobConfig{Every: time.Minute}, res: ran(10*time.Millisecond, 0, false), held: true},
 		{name: "automatic, a backlog: released, the streak grows", cfg: JobConfig{Every: every}, res: ran(10*time.Millisecond, 5, true), streak: "1"},
 		{name: "automatic, overran: released", cfg: JobConfig{Every: every, Budget: 50 * time.Millisecond}, res: ran(200*time.Millisecond, 0, false)},
+		{name: "automatic, a seat with a backlog: back soon, the timer too", cfg: JobConfig{Every: time.Minute, Slices: 2}, seat: true,
+			res: ran(10*time.Millisecond, 5, true), streak: "", timer: time.Minute / 2},
+		{name: "fixed rate, a seat with a backlog: back soon", cfg: JobConfig{Rate: 0.5, Every: time.Minute, Slices: 2}, seat: true,
+			res: ran(10*time.Millisecond, 5, true), coolMin: 0},
 		{name: "schedule, per minute: left to expire", cfg: JobConfig{Schedule: "* * * * *"}, res: ran(10*time.Millisecond, 5, true), held: true},
 		{name: "schedule, per second: released", cfg: JobConfig{Schedule: "* * * * * *", Budget: 800 * time.Millisecond}, res: ran(10*time.Millisecond, 0, false)},
 	}
@@ -190,9 +196,19 @@ func TestModeHandOn(t *testing.T) {
 			if tk, ok := e.mode.(*ticks); ok {
 				tk.last.Store(time.Now().Add(-time.Minute).UnixMilli()) // a tick is due
 			}
-			v := e.mode.visit(e, false, time.Now())
+			if c.seat {
+				// Another process's slice holds the lock.
+				if _, g, err := e.lock.acquire(ctx, rdb, e.mode.visit(e, false, time.Now())); err != nil || g.state != lockTaken {
+					t.Fatalf("the other slice's acquire: %v, %+v", err, g)
+				}
+				s.woken = true
+				if p, ok := e.mode.(*pace); ok {
+					p.planned.Store(time.Now().Add(time.Hour).UnixNano()) // a random visit planned far off
+				}
+			}
+			v := e.mode.visit(e, s.woken, time.Now())
 			h, g, err := e.lock.acquire(ctx, rdb, v)
-			if err != nil || g.state != lockTaken {
+			if err != nil || g.state != lockTaken || (g.seat != "") != c.seat {
 				t.Fatalf("acquire: %v, %+v", err, g)
 			}
 			s.lock, s.g, s.taken = h, g, time.Now()
@@ -214,6 +230,12 @@ func TestModeHandOn(t *testing.T) {
 			if fields["streak"] != c.streak && !(c.streak == "" && fields["streak"] == "0") {
 				t.Errorf("streak %q, want %q", fields["streak"], c.streak)
 			}
+			if c.seat && fields["s1"] != "" && fields["s1"][:len(h.token)] == h.token {
+				t.Errorf("the seat still held: %v", fields)
+			}
+			if due, _ := e.mode.timerDue(e, time.Time{}); c.timer > 0 && time.Until(due) > c.timer {
+				t.Errorf("the timer visits again in %v, want within %v", time.Until(due), c.timer)
+			}
 			if cool := time.Until(time.Unix(0, e.coolUntil.Load())); c.coolMin > 0 && cool < c.coolMin {
 				t.Errorf("cools off %v here, want at least %v", cool, c.coolMin)
 			}
@@ -224,32 +246,53 @@ func TestModeHandOn(t *testing.T) {
 // TestScheduleTakesNoShareOfTheRoll: a scheduled job is never drawn (its
 // visits are at its ticks, the pace timer's): beside it an automatic job
 // takes the whole share, and fixed rates may sum to 1 (it once took draws
-// it could never use: "Drawn 356 / Skipped 356", a rate of 0.5).
+// it could never use: "Drawn 356 / Skipped 356", a rate of 0.5). With
+// TrafficOnly there is no timer, and it shares the roll as before.
 func TestScheduleTakesNoShareOfTheRoll(t *testing.T) {
 	srv := redistest.Start(t)
 	nothing := func(context.Context) (Report, error) { return Report{}, nil }
-	for _, other := range []JobConfig{{Every: time.Minute}, {Rate: 1}} {
-		r, err := New(srv.Client(t), Config{Prefix: redistest.Prefix(t), TrafficOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Shutdown(context.Background())
-		if err := r.Register(Func("nightly", nothing), JobConfig{Schedule: "0 3 * * *"}); err != nil {
-			t.Fatal(err)
-		}
-		for range 1000 {
-			if d := r.Draw(); d.Recruited() {
-				t.Fatalf("drew %s, with only a schedule registered", d.Job())
+	cases := []struct {
+		name        string
+		trafficOnly bool
+		other       JobConfig
+		shares      map[string]float64 // nil: other is refused
+	}{
+		{name: "beside an automatic job", other: JobConfig{Every: time.Minute}, shares: map[string]float64{"nightly": 0, "other": 1}},
+		{name: "beside a rate of 1", other: JobConfig{Rate: 1}, shares: map[string]float64{"nightly": 0, "other": 1}},
+		{name: "traffic only, beside an automatic job", trafficOnly: true, other: JobConfig{Every: time.Minute}, shares: map[string]float64{"nightly": 0.5, "other": 0.5}},
+		{name: "traffic only, beside a rate of 1", trafficOnly: true, other: JobConfig{Rate: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := New(srv.Client(t), Config{Prefix: redistest.Prefix(t), TrafficOnly: c.trafficOnly})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if err := r.Register(Func("other", nothing), other); err != nil {
-			t.Fatalf("%+v beside a schedule: %v", other, err)
-		}
-		for _, js := range r.Stats().Jobs {
-			want := map[string]float64{"nightly": 0, "other": 1}[js.Name]
-			if js.Rate != want || js.Name == "nightly" && js.Drawn != 0 {
-				t.Errorf("%+v: %s: rate %v, drawn %d; want rate %v, the schedule never drawn", other, js.Name, js.Rate, js.Drawn, want)
+			defer r.Shutdown(context.Background())
+			if err := r.Register(Func("nightly", nothing), JobConfig{Schedule: "0 3 * * *"}); err != nil {
+				t.Fatal(err)
 			}
-		}
+			for range 1000 {
+				r.Draw() // dismissed either way: the job cools off until 3:00
+			}
+			if js := r.Stats().Jobs[0]; (js.Drawn > 0) != c.trafficOnly {
+				t.Errorf("the schedule alone drawn %d times of 1000 rolls (rate %v), want drawn: %v", js.Drawn, js.Rate, c.trafficOnly)
+			}
+			err = r.Register(Func("other", nothing), c.other)
+			if c.shares == nil {
+				if err == nil {
+					t.Errorf("%+v beside a schedule with TrafficOnly: accepted, want refused (no share left for it)", c.other)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%+v beside a schedule: %v", c.other, err)
+			}
+			for _, js := range r.Stats().Jobs {
+				if want := c.shares[js.Name]; js.Rate != want {
+					t.Errorf("%s: rate %v, want %v", js.Name, js.Rate, want)
+				}
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func newPace(name string, every time.Duration, now time.Time) *pace {
 // less often once the backlog ends).
 func (p *pace) visit(e *entry, woken bool, _ time.Time) visit {
 	every := e.cfg.Every
-	v := visit{silent: every + every/2, watch: 2 * watchEvery * every}
+	v := visit{carrierSilence: every + every/2, watcherSilence: 2 * watchEvery * every}
 	switch {
 	case woken:
 		v.kind = visitWoken
@@ -154,8 +154,8 @@ func (p *pace) visit(e *entry, woken bool, _ time.Time) visit {
 }
 
 // learn plans the next visit: a woken visit leaves the plan as it was, the
-// carrier's resumes it, any other plans afresh; and the carrier visits
-// the next slot too.
+// carrier's (or watcher's) resumes it, any other plans afresh; and the
+// carrier visits the next slot too, its watcher the watchEvery-th.
 func (p *pace) learn(s *slice, v visit, _ time.Time) {
 	g, every := s.g, s.e.cfg.Every
 	if v.kind == visitBacklog && g.state != lockTaken {
@@ -203,7 +203,15 @@ func (p *pace) handOn(ctx context.Context, s *slice, res result, now time.Time) 
 	p.continuing.Store(streak > 0)
 	switch {
 	case s.lock.seat != "":
-		return s.leaveSeat(ctx, more, max(streak, 1), res.Duration, now)
+		// A seat beside the lock's slice: the pace and the streak are that
+		// slice's; a backlog brings this process back soon, and the timer
+		// with it.
+		if more {
+			e.coolOff(p.backlog(e.cfg.Every, res.Duration, max(streak, 1), now))
+		} else {
+			e.coolOff(s.until)
+		}
+		return s.lock.release(ctx, releasePlain)
 	case streak > 0:
 		e.coolOff(p.backlog(e.cfg.Every, res.Duration, streak, now))
 		mark := releaseHold
@@ -224,12 +232,12 @@ func (p *pace) handOn(ctx context.Context, s *slice, res result, now time.Time) 
 	return s.lock.release(ctx, releasePlain)
 }
 
-// timerDue: the planned visit, past an eighth of Every (at most
-// timerGraceMax) left to traffic, so that the visit still falls early in
-// the slot it was aimed at; a backlog's at once: its process planned the
-// next slice for itself.
-func (p *pace) timerDue(e *entry) (time.Time, bool) {
-	due := time.Unix(0, max(e.coolUntil.Load(), p.planned.Load()))
+// timerDue: the planned visit (or the timer's retry, again), past an
+// eighth of Every (at most timerGraceMax) left to traffic, so that the
+// visit still falls early in the slot it was aimed at; a backlog's at
+// once: its process planned the next slice for itself.
+func (p *pace) timerDue(e *entry, again time.Time) (time.Time, bool) {
+	due := time.Unix(0, max(e.coolUntil.Load(), p.planned.Load(), again.UnixNano()))
 	if p.continuing.Load() {
 		return due, true
 	}
@@ -390,23 +398,36 @@ func (f *floatBox) Store(v float64) { f.bits.Store(math.Float64bits(v)) }
 
 // reshare sets each job's share of the roll: fixed rates as configured;
 // automatically paced jobs share what the fixed rates leave of 1 equally
-// (their cool-offs, not their shares, pace them); a schedule takes none.
+// (their cool-offs, not their shares, pace them); a schedule takes none,
+// its visits being the pace timer's, but with TrafficOnly, where they are
+// enlistments' as an automatic job's.
 func (r *Recruiter) reshare() {
 	r.shareMu.Lock()
 	defer r.shareMu.Unlock()
 	entries := r.jobs.Load().entries
-	fixed, paced := 0.0, 0
+	fixed, shared := 0.0, 0
 	for _, e := range entries {
-		switch e.mode.(type) {
-		case fixedRate:
+		if _, ok := e.mode.(fixedRate); ok {
 			fixed += e.cfg.Rate
-		case *pace:
-			paced++
+		} else if r.sharesLeft(e.mode) {
+			shared++
 		}
 	}
 	for _, e := range entries {
-		if _, ok := e.mode.(*pace); ok {
-			e.share.Store(max(1-fixed, 0) / float64(paced))
+		if r.sharesLeft(e.mode) {
+			e.share.Store(max(1-fixed, 0) / float64(shared))
 		}
 	}
+}
+
+// sharesLeft reports whether a job of mode m shares what the fixed rates
+// leave of the roll.
+func (r *Recruiter) sharesLeft(m mode) bool {
+	switch m.(type) {
+	case *pace:
+		return true
+	case *ticks:
+		return r.cfg.TrafficOnly
+	}
+	return false
 }

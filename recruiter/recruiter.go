@@ -118,14 +118,13 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 		return ErrClosed
 	}
 	old := r.jobs.Load()
-	fixed, auto := cfg.Rate, cfg.Rate == 0 && cfg.Schedule == ""
+	fixed, auto := cfg.Rate, cfg.Rate == 0 && (cfg.Schedule == "" || r.cfg.TrafficOnly)
 	for _, e := range old.entries {
 		if e.name == name {
 			return fmt.Errorf("%w: %q is already registered", ErrDuplicateJob, name)
 		}
 		fixed += e.cfg.Rate
-		_, paced := e.mode.(*pace)
-		auto = auto || paced
+		auto = auto || r.sharesLeft(e.mode)
 	}
 	// A little slack so that, say, ten jobs at 0.1 are accepted.
 	switch {

@@ -22,8 +22,9 @@ import (
 // keeps its writes.
 //
 // Each process plans its visit at its next tick, a few milliseconds
-// after it, by the pace timer or the first enlistment after it: a tick
-// starts within about a second at any traffic. A visit is one round trip;
+// after it, and its pace timer makes it (with Config.TrafficOnly, the
+// first enlistment after it): a tick starts within about a second at any
+// traffic. A visit is one round trip;
 // a process visits every tick whose gap is a minute or more (at most one
 // round trip per process per tick), and of a denser schedule a share of
 // the ticks, so that the fleet makes about tickVisits random visits a
@@ -204,7 +205,7 @@ func (t *ticks) visit(_ *entry, _ bool, now time.Time) visit {
 	tick := t.visiting(now)
 	gap := t.sched.next(tick).Sub(tick)
 	weight := t.weight.Load()
-	v := visit{tick: tick, silent: gap + gap/2, watch: 2 * watchEvery * gap}
+	v := visit{tick: tick, carrierSilence: gap + gap/2, watcherSilence: 2 * watchEvery * gap}
 	if weight == 0 {
 		v.kind = visitCarrier
 	}
@@ -224,7 +225,7 @@ func (t *ticks) learn(s *slice, v visit, sent time.Time) {
 		t.late.Store(int64(t.redisNow(s.taken).Sub(v.tick)))
 	}
 	if g.state != lockRunning {
-		s.until = t.plan(s.taken, stride(g))
+		s.until = t.plan(s.taken, strideOf(g))
 	}
 }
 
@@ -239,9 +240,10 @@ func (t *ticks) handOn(ctx context.Context, s *slice, res result, _ time.Time) e
 	return s.lock.release(ctx, releasePlain)
 }
 
-// timerDue: the plan, a few milliseconds past the tick already.
-func (t *ticks) timerDue(e *entry) (time.Time, bool) {
-	return time.Unix(0, e.coolUntil.Load()), true
+// timerDue: the plan, a few milliseconds past the tick already (or the
+// timer's retry, again).
+func (t *ticks) timerDue(e *entry, again time.Time) (time.Time, bool) {
+	return time.Unix(0, max(e.coolUntil.Load(), again.UnixNano())), true
 }
 
 func (t *ticks) fleet(*entry) float64 { return t.count.Load() }
@@ -251,10 +253,10 @@ func (t *ticks) redisNow(now time.Time) time.Time {
 	return now.Add(time.Duration(t.offset.Load()))
 }
 
-// stride is how many ticks on a process that carries the job (1) or
+// strideOf is how many ticks on a process that carries the job (1) or
 // watches its carrier (watchEvery) visits, whatever its share draws; 0
 // for any other.
-func stride(g grant) int {
+func strideOf(g grant) int {
 	switch {
 	case g.carry:
 		return 1

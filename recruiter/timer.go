@@ -5,16 +5,16 @@ import (
 	"time"
 )
 
-// The pace timer makes the visits that automatic pace planned when no
-// enlistment came in time, so that a quiet process, or a fleet without
-// fast exits, still runs its jobs about once per Every at the same round
-// trips per run: the plan, not the traffic, sets when a process visits;
-// traffic only makes the visit on a request's time, a little earlier. One
-// goroutine per recruiter serves every job, asleep until the next plan is
-// due; it also reads the server's eviction policy (eviction.go) once a
-// slice has reached Redis, so that New and Register never call it. Jobs with
-// a fixed Rate are a share of enlistments: without traffic they do not
-// run.
+// The pace timer makes a schedule's visits, at its ticks, and the visits
+// that automatic pace planned when no enlistment came in time, so that a
+// quiet process, or a fleet without fast exits, still runs its jobs about
+// once per Every at the same round trips per run: the plan, not the
+// traffic, sets when a process visits; traffic only makes the visit on a
+// request's time, a little earlier. One goroutine per recruiter serves
+// every job, asleep until the next plan is due; it also reads the
+// server's eviction policy (eviction.go) once a slice has reached Redis,
+// so that New and Register never call it. Jobs with a fixed Rate are a
+// share of enlistments: without traffic they do not run.
 
 // timerGraceMax bounds how long past a planned visit the timer waits for
 // an enlistment to make it.
@@ -70,15 +70,12 @@ func (r *Recruiter) visitDue(now time.Time) time.Duration {
 				continue
 			}
 		}
-		due, planned := e.mode.timerDue(e)
-		if !planned {
-			continue
-		}
 		// A slice the timer started that a gate held back (the process
 		// busy, the breaker open) left the plan as it was: the job is due
 		// again at once, so it waits timerRetry before the next try.
-		if again := time.Unix(0, e.timerAgain.Load()); again.After(due) {
-			due = again
+		due, planned := e.mode.timerDue(e, time.Unix(0, e.timerAgain.Load()))
+		if !planned {
+			continue
 		}
 		if wait := due.Sub(now); wait > 0 {
 			sleep = min(sleep, wait)
