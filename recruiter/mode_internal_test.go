@@ -177,7 +177,7 @@ func TestModeHandOn(t *testing.T) {
 		{name: "fixed rate with Every: rests what is left", cfg: JobConfig{Rate: 0.5, Every: every}, res: ran(10*time.Millisecond, 0, false), rest: true, coolMin: every - time.Second},
 		{name: "fixed rate, a backlog: released", cfg: JobConfig{Rate: 0.5, Every: every}, res: ran(10*time.Millisecond, 5, true)},
 		{name: "fixed rate without Every: released, one budget here", cfg: JobConfig{Rate: 0.5}, res: ran(10*time.Millisecond, 0, false), coolMin: budgetDefault - time.Millisecond},
-		{name: "automatic: left to expire", cfg: JobConfig{Every: time.Minute}, res: ran(10*time.Millisecond, 0, false), held: true},
+		{name: "automatic: left to expire", cfg: JobConfig{Every: 24 * time.Hour}, res: ran(10*time.Millisecond, 0, false), held: true},
 		{name: "automatic, a backlog: released, the streak grows", cfg: JobConfig{Every: every}, res: ran(10*time.Millisecond, 5, true), streak: "1"},
 		{name: "automatic, overran: released", cfg: JobConfig{Every: every, Budget: 50 * time.Millisecond}, res: ran(200*time.Millisecond, 0, false)},
 		{name: "automatic, a seat with a backlog: back soon, the timer too", cfg: JobConfig{Every: time.Minute, Slices: 2}, seat: true,
@@ -214,7 +214,8 @@ func TestModeHandOn(t *testing.T) {
 			s.lock, s.g, s.taken = h, g, time.Now()
 			s.until = s.taken.Add(e.holdOff(g))
 			e.mode.learn(s, v, s.taken)
-			if err := e.mode.handOn(ctx, s, c.res, time.Now()); err != nil {
+			end := time.Now() // the run's end, from which the cool-off counts
+			if err := e.mode.handOn(ctx, s, c.res, end); err != nil {
 				t.Fatal(err)
 			}
 			fields, err := rdb.HGetAll(ctx, e.lock.key).Result()
@@ -236,7 +237,7 @@ func TestModeHandOn(t *testing.T) {
 			if due, _ := e.mode.timerDue(e, time.Time{}); c.timer > 0 && time.Until(due) > c.timer {
 				t.Errorf("the timer visits again in %v, want within %v", time.Until(due), c.timer)
 			}
-			if cool := time.Until(time.Unix(0, e.coolUntil.Load())); c.coolMin > 0 && cool < c.coolMin {
+			if cool := time.Unix(0, e.coolUntil.Load()).Sub(end); c.coolMin > 0 && cool < c.coolMin {
 				t.Errorf("cools off %v here, want at least %v", cool, c.coolMin)
 			}
 		})
