@@ -2,7 +2,6 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -16,13 +15,8 @@ import (
 // act by id runs the script of the queue's own call (maintain.go), given
 // the ids: one path per act, whichever door it comes in by.
 var (
-	//go:embed admin_list.lua
-	adminListSource string
-	adminListScript = redis.NewScript(readyAtSource + adminListSource)
-
-	//go:embed admin_item.lua
-	adminItemSource string
-	adminItemScript = redis.NewScript(readyAtSource + adminItemSource)
+	adminListScript = newScript("admin_list")
+	adminItemScript = newScript("admin_item")
 )
 
 // Client returns the queue's Redis client.

@@ -1,3 +1,4 @@
+-- needs: readyat
 -- Item: one item's state by id, read only.
 -- KEYS[1]: values (hash)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)     KEYS[5]: attempts (hash) KEYS[6]: causes (hash)

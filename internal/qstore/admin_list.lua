@@ -1,3 +1,4 @@
+-- needs: readyat
 -- List: a page of one state's items, oldest first, read only.
 -- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)      KEYS[5]: values (hash)   KEYS[6]: attempts (hash)

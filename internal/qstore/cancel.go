@@ -2,19 +2,12 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed cancel.lua
-	cancelSource string
-	cancelScript = redis.NewScript(typesSource + cancelSource)
-)
+var cancelScript = newScript("cancel")
 
 // Errors of a cancel, which package queue exports.
 var (

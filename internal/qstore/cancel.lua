@@ -1,3 +1,4 @@
+-- needs: types
 -- Cancel: end an item, a chain or a join for good, wherever its items are.
 -- KEYS[1]: leases (zset)    KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)     KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)

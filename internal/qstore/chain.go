@@ -2,18 +2,11 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed chain.lua
-	chainSource string
-	chainScript = redis.NewScript(chainSource)
-)
+var chainScript = newScript("chain")
 
 // Bounds of a [ChainStep], which package tasks checks first.
 const (

@@ -2,30 +2,17 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
 	// Claim maintains the queue first: Tidy's and Promote's steps. A
 	// queue with limits or priorities claims in claimtyped.lua.
-	//go:embed claim.lua
-	claimSource string
-	//go:embed claimtyped.lua
-	claimTypedSource string
-	claimScript      = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + claimTypedSource + claimSource)
-
-	//go:embed extend.lua
-	extendSource string
-	extendScript = redis.NewScript(typesSource + extendSource)
-
-	//go:embed release.lua
-	releaseSource string
-	releaseScript = redis.NewScript(typesSource + lanesSource + releaseSource)
+	claimScript   = newScript("claim")
+	extendScript  = newScript("extend")
+	releaseScript = newScript("release")
 )
 
 // Item is queue.Item: the same fields, in the same order, so that one

@@ -1,5 +1,6 @@
+-- needs: expired, types, maintain, lease, claimtyped
 -- Claim: bring back what is due and what expired, then lease up to n
--- items from the head (right end) of pending.
+-- items from the head (right end) of pending (doc.go says how).
 -- KEYS[1]: pending (list)    KEYS[2]: leases (zset)    KEYS[3]: values (hash)
 -- KEYS[4]: attempts (hash)   KEYS[5]: seq (counter)    KEYS[6]: delayed (zset)
 -- KEYS[7]: dead (zset)       KEYS[8]: causes (hash)    KEYS[9]: limits (hash)
@@ -11,46 +12,18 @@
 -- Returns {deadline ms, promoted, recovered, "-number" of this claim,
 -- limits, more, then id, payload, attempt per item}, or its first three
 -- alone when nothing is pending: promoted and recovered count what the
--- maintenance brought back (below); limits lists the items with a limit
--- of their own (EnqueueOptions.MaxAttempts) as pairs of their index (1
--- for the first) and the limit, and is empty when none has one. An item's
--- token is its attempt followed by that "-number"; its attempts field
--- holds the token while it is leased, and only the count otherwise. more
--- is 1 when items were set aside (below) up to the bound on what one call
--- looks at, or canceled items' tombstones dropped with fewer than n
--- leased, so that more may be claimable behind them; else 0.
--- The deadline is TIME rounded up to the ms, plus the lease: rounded
--- down, a lease could start up to 1ms before the script runs, and end
--- before a client that counts it from when it sent the claim expects.
--- (A lease is taken back once TIME reaches its deadline.)
--- Maintenance comes first, so that whoever claims a queue keeps it
--- moving, and what it brings back can be claimed by this same call: up to
--- n delayed items that are due are promoted (Promote's rules), up to n
--- expired leases are handed back or dead-lettered at their last attempt
--- (Tidy's), and up to n expired results dropped (Tidy's too): see
--- maintain.lua and expired.lua, which Go prepends. Bounded by n, a claim's
--- work grows with what its caller asked for, and it never brings back
--- more than one claim can take. With nothing due or expired it costs one
--- ZRANGEBYSCORE on leases, one on delayed if it exists, and one LINDEX.
--- Malformed entries do not stop it: an id already leased, delayed, dead or
--- met earlier in this call is a duplicate and is dropped (so is the empty
--- id, which names the pin, and a canceled item's tombstone: see
--- cancel.lua); one without a value is dead-lettered. Their
--- places are refilled once, so at most 2n entries are looked at.
--- Redis does not roll back a script that fails half-way (a key of the
--- wrong type), so ids are only peeked at first and trimmed from pending
--- last: a failure leaves them pending, never lost.
--- Cost: one bulk command per structure, and no number turned into a string
--- per item (Lua's tostring is dearer than most Redis commands here).
--- Task types with limits (types.lua, which Go prepends, names their keys):
--- an item whose type is over its limit is set aside (parked) with its
--- attempt uncounted, so that the items behind it are claimed; parked
--- items of a type are claimed before its pending ones once it is under
--- its limit again. Such a claim, and that of a queue with priorities,
--- is claimTyped (claimtyped.lua); it looks at up to 4n pending entries. A
--- queue without limits pays nothing for them: whether it has any rides on
--- the EXISTS calls it makes anyway (EXISTS counts a key named twice
--- twice, so one call tells two keys apart).
+-- maintenance brought back, up to n of each (Promote's and Tidy's rules);
+-- limits lists the items with a limit of their own (EnqueueOptions.
+-- MaxAttempts) as pairs of their index (1 for the first) and the limit,
+-- and is empty when none has one. An item's token is its attempt followed
+-- by that "-number"; its attempts field holds the token while it is
+-- leased, and only the count otherwise. more is 1 when items were set
+-- aside (limits per type) up to the bound on what one call looks at, or
+-- canceled items' tombstones dropped with fewer than n leased, so that
+-- more may be claimable behind them; else 0. The deadline is TIME rounded
+-- up to the ms, plus the lease; a lease is taken back once TIME reaches
+-- it. A failed call (a key of the wrong type) leaves pending's items
+-- pending, never lost.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -95,15 +68,11 @@ end
 -- other write.
 local suffix = string.format('-%d', redis.call('INCR', KEYS[5]))
 local deadlineText = tostring(deadline)
-local own, nown = {}, 0
-local out, nout = {deadline, promoted, recovered, suffix, own, 0}, 6
--- The pin goes first: Redis picks a new key's encoding by it, and moves
--- an existing small key to the faster encoding before the batch goes in.
-local leases, attempts, nleases = {'+inf', ARGV[3]}, {'', ARGV[3]}, 2
-local dead, causes, ndead = {}, {}, 0
-local tokenOf = {} -- attempt → token, built once per attempt count
-local got, looked, seen = 0, 0, {}
-local tombstones, tombstoned = tag .. ':tombstones', false
+local claim = newClaim({
+  deadline = deadline, deadlineText = deadlineText, nowText = nowText, suffix = suffix,
+  pin = ARGV[3], promoted = promoted, recovered = recovered, tombstones = tag .. ':tombstones',
+}) -- lease.lua
+local looked = 0
 -- A healthy queue has nothing delayed or dead: then no lookups there.
 -- (Read after the maintenance, which empties the one and fills the other.)
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
@@ -111,15 +80,17 @@ local anyDead = redis.call('EXISTS', KEYS[7]) == 1
 local limitsOrTyped = redis.call('EXISTS', KEYS[9], tag .. ':typelimits', tag .. ':typelimits')
 local anyLimits = limitsOrTyped % 2 == 1
 if limitsOrTyped >= 2 or anyParked or weighted then
-  return claimTyped({
-    n = n, now = now, nowText = nowText, deadline = deadline, deadlineText = deadlineText,
-    tag = tag, suffix = suffix, pin = ARGV[3], promoted = promoted, recovered = recovered,
+  return claimTyped(claim, {
+    n = n, now = now, nowText = nowText, deadlineText = deadlineText, tag = tag,
     typed = limitsOrTyped >= 2, anyParked = anyParked, weighted = weighted,
     anyDelayed = anyDelayed, anyDead = anyDead, anyLimits = anyLimits,
   }) -- claimtyped.lua
 end
+-- Malformed entries are looked at too, their places refilled once: at
+-- most 2n entries.
+local admit, lease = claim.admit, claim.lease
 for _ = 1, 2 do
-  local want = n - got
+  local want = n - claim.got
   if want == 0 then
     break
   end
@@ -135,60 +106,19 @@ for _ = 1, 2 do
   local buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
   local limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
   for i = #ids, 1, -1 do
-    local id, count = ids[i], counts[i]
-    -- A count with a token ("attempt-number") is a live lease.
-    local leased = count and string.find(count, '-', 1, true)
-    if not (seen[id] or leased or delayed[i] or buried[i] or id == '') then
-      seen[id] = true
-      if values[i] then
-        got = got + 1
-        local attempt = (tonumber(count) or 0) + 1
-        local token = tokenOf[attempt]
-        if not token then
-          token = attempt .. suffix
-          tokenOf[attempt] = token
-        end
-        leases[nleases + 1] = deadlineText
-        leases[nleases + 2] = id
-        attempts[nleases + 1] = id
-        attempts[nleases + 2] = token
-        nleases = nleases + 2
-        out[nout + 1] = id
-        out[nout + 2] = values[i]
-        out[nout + 3] = attempt
-        nout = nout + 3
-        -- A malformed limit is the queue's, as settle reads it.
-        local limit = limits[i] and tonumber(limits[i])
-        if limit then
-          own[nown + 1] = got
-          own[nown + 2] = limit
-          nown = nown + 2
-        end
-      elseif redis.call('SREM', tombstones, id) == 1 then
-        tombstoned = true -- canceled (cancel.lua)
-      else
-        dead[ndead + 1] = nowText
-        dead[ndead + 2] = id
-        causes[ndead + 1] = id
-        causes[ndead + 2] = 'malformed: pending id has no stored value'
-        ndead = ndead + 2
-      end
+    if admit(ids[i], values[i], counts[i], delayed[i], buried[i]) then
+      lease(ids[i], values[i], counts[i], limits[i])
     end
   end
   if #ids < want then
     break -- pending is exhausted
   end
 end
-if got > 0 then
-  redis.call('ZADD', KEYS[2], unpack(leases))
-  redis.call('HSET', KEYS[4], unpack(attempts))
-end
-if ndead > 0 then
-  redis.call('ZADD', KEYS[7], unpack(dead))
-  redis.call('HSET', KEYS[8], unpack(causes))
-end
+-- Added to their new places before they are taken from pending.
+claim.writeLeases(KEYS[2], KEYS[4])
+claim.writeDead(KEYS[7], KEYS[8])
 redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
-if tombstoned and got < n then
-  out[6] = 1 -- a run of tombstones may hide items behind it
+if claim.tombstoned and claim.got < n then
+  claim.out[6] = 1 -- a run of tombstones may hide items behind it
 end
-return out
+return claim.out

@@ -1,22 +1,18 @@
+-- needs: types
 -- claimTyped is the claim of a queue with limited task types, with items
--- set aside, or with priorities (claim.lua, which Go appends to this,
--- calls it; types.lua and lanes.lua, which it prepends, name their keys).
--- c is what claim.lua has read and made so far: n, now, nowText,
--- deadline, deadlineText, tag, suffix, pin (ARGV[3]), promoted,
--- recovered, and flags: typed (some type has a limit), anyParked,
--- weighted (priorities have weights), anyDelayed, anyDead, anyLimits
--- (items with their own attempt limits). It returns claim.lua's reply.
-local function claimTyped(c)
+-- set aside, or with priorities (claim.lua calls it; types.lua and
+-- lanes.lua name their keys). claim is the claim claim.lua started
+-- (newClaim, lease.lua); c is what claim.lua has read: n, now, nowText,
+-- deadlineText, tag, and flags: typed (some type has a limit),
+-- anyParked, weighted (priorities have weights), anyDelayed, anyDead,
+-- anyLimits (items with their own attempt limits). It returns claim.lua's
+-- reply.
+local function claimTyped(claim, c)
   local n, now, nowText, tag = c.n, c.now, c.nowText, c.tag
-  local deadlineText, suffix = c.deadlineText, c.suffix
   local typed, anyParked, weighted = c.typed, c.anyParked, c.weighted
   local anyDelayed, anyDead, anyLimits = c.anyDelayed, c.anyDead, c.anyLimits
   local parkedTypes, weights = tag .. ':parked', tag .. ':weights'
-  local own, nown = {}, 0
-  local out, nout = {c.deadline, c.promoted, c.recovered, suffix, own, 0}, 6
-  local leases, attempts, nleases = {'+inf', c.pin}, {'', c.pin}, 2
-  local dead, causes, ndead = {}, {}, 0
-  local tokenOf, seen = {}, {}
+  local deadlineText = c.deadlineText
   -- Each limited type's limits, and what this call may still lease of it.
   local cfgs = {}
   if typed then
@@ -53,26 +49,11 @@ local function claimTyped(c)
     return c
   end
 
-  local got, tombstoned = 0, false
   local holding, running, starts, parked = {}, {}, {}, {}
   -- consider leases, drops or sets aside one entry, as the plain claim
-  -- does (see below), and counts its type's place.
+  -- does (lease.lua), and counts its type's place.
   local function consider(id, value, count, delayed, buried, limit)
-    local leased = count and string.find(count, '-', 1, true)
-    if seen[id] or leased or delayed or buried or id == '' then
-      return
-    end
-    seen[id] = true
-    if not value and redis.call('SREM', tag .. ':tombstones', id) == 1 then
-      tombstoned = true -- canceled (cancel.lua)
-      return
-    end
-    if not value then
-      dead[ndead + 1] = nowText
-      dead[ndead + 2] = id
-      causes[ndead + 1] = id
-      causes[ndead + 2] = 'malformed: pending id has no stored value'
-      ndead = ndead + 2
+    if not claim.admit(id, value, count, delayed, buried) then
       return
     end
     local typ = typed and typeOf(value)
@@ -86,28 +67,7 @@ local function claimTyped(c)
       p[#p + 1] = id
       return
     end
-    got = got + 1
-    local attempt = (tonumber(count) or 0) + 1
-    local token = tokenOf[attempt]
-    if not token then
-      token = attempt .. suffix
-      tokenOf[attempt] = token
-    end
-    leases[nleases + 1] = deadlineText
-    leases[nleases + 2] = id
-    attempts[nleases + 1] = id
-    attempts[nleases + 2] = token
-    nleases = nleases + 2
-    out[nout + 1] = id
-    out[nout + 2] = value
-    out[nout + 3] = attempt
-    nout = nout + 3
-    local own1 = limit and tonumber(limit)
-    if own1 then
-      own[nown + 1] = got
-      own[nown + 2] = own1
-      nown = nown + 2
-    end
+    local token = claim.lease(id, value, count, limit)
     if c then
       c.room = c.room - 1
       holding[#holding + 1] = id
@@ -135,7 +95,7 @@ local function claimTyped(c)
     local buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
     local limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
     local i = #ids
-    while i >= 1 and got < n do
+    while i >= 1 and claim.got < n do
       consider(ids[i], values[i], counts[i], delayed[i], buried[i], limits[i])
       i = i - 1
     end
@@ -147,7 +107,7 @@ local function claimTyped(c)
   local trims = {}
   if anyParked then
     for _, typ in ipairs(redis.call('SMEMBERS', parkedTypes)) do
-      local want = n - got
+      local want = n - claim.got
       if want == 0 then
         break
       end
@@ -195,7 +155,7 @@ local function claimTyped(c)
   -- refill peeks at the next entries of lane l, looks them up, and marks
   -- the lane done when it has none.
   local function refill(l)
-    local want = math.min(n - got, bound - looked)
+    local want = math.min(n - claim.got, bound - looked)
     local ids = redis.call('LRANGE', l.key, -(l.looked + want), -(l.looked + 1))
     if #ids == 0 then
       l.done = true
@@ -208,7 +168,7 @@ local function claimTyped(c)
     l.buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
     l.limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
   end
-  while got < n and looked < bound do
+  while claim.got < n and looked < bound do
     local best, total = nil, 0
     for _, l in ipairs(lanes) do
       if not l.done then
@@ -233,9 +193,9 @@ local function claimTyped(c)
     else
       local i = best.pos
       best.pos, best.looked, looked = i - 1, best.looked + 1, looked + 1
-      local before = got
+      local before = claim.got
       consider(best.ids[i], best.values[i], best.counts[i], best.delayed[i], best.buried[i], best.limits[i])
-      if got > before then
+      if claim.got > before then
         for _, l in ipairs(lanes) do
           if not l.done then
             l.credit = l.credit + l.weight
@@ -245,15 +205,12 @@ local function claimTyped(c)
       end
     end
   end
-  if got < n and (looked >= bound or tombstoned) then
-    out[6] = 1
+  if claim.got < n and (looked >= bound or claim.tombstoned) then
+    claim.out[6] = 1
   end
 
   -- Added to their new places before they are taken from the old ones.
-  if got > 0 then
-    redis.call('ZADD', KEYS[2], unpack(leases))
-    redis.call('HSET', KEYS[4], unpack(attempts))
-  end
+  claim.writeLeases(KEYS[2], KEYS[4])
   if #holding > 0 then
     redis.call('HSET', tag .. ':holding', unpack(holding))
   end
@@ -270,16 +227,13 @@ local function claimTyped(c)
     redis.call('LPUSH', parkedTypes .. ':' .. typ, unpack(p))
     redis.call('SADD', parkedTypes, typ)
   end
-  if ndead > 0 then
-    redis.call('ZADD', KEYS[7], unpack(dead))
-    redis.call('HSET', KEYS[8], unpack(causes))
-  end
+  claim.writeDead(KEYS[7], KEYS[8])
   for _, l in ipairs(lanes) do
     if l.looked > 0 then
       redis.call('LTRIM', l.key, 0, -(l.looked + 1))
     end
   end
-  if weighted and got > 0 then
+  if weighted and claim.got > 0 then
     local credits = {}
     for _, l in ipairs(lanes) do
       credits[#credits + 1] = l.name
@@ -293,5 +247,5 @@ local function claimTyped(c)
       redis.call('SREM', parkedTypes, string.sub(key, #parkedTypes + 2))
     end
   end
-  return out
+  return claim.out
 end

@@ -1,3 +1,4 @@
+-- needs: readyat
 -- Depth: the queue's counts, in O(log n).
 -- KEYS[1]: pending (list)   KEYS[2]: leases (zset)   KEYS[3]: delayed (zset)
 -- KEYS[4]: dead (zset)      KEYS[5]: ready (hash)

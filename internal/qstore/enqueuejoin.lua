@@ -1,3 +1,4 @@
+-- needs: unique, lanes
 -- EnqueueJoin: add a join's children, pending at once or delayed, and its
 -- final item, held back until the last child is acked (see settle.lua),
 -- with options as enqueuewith.lua has them.

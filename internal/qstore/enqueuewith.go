@@ -3,7 +3,6 @@ package qstore
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,18 +11,11 @@ import (
 )
 
 var (
-	// uniqueSource holds the unique key's lock functions, prepended to
-	// the scripts that use them.
-	//go:embed unique.lua
-	uniqueSource string
-
-	//go:embed enqueuewith.lua
-	enqueueWithSource string
 	// Two scripts of one source: the unique key's functions only where
 	// they are called, since Redis makes a script's functions anew on
 	// every call (a tenth of a delayed enqueue's Redis time).
-	enqueueWithScript   = redis.NewScript(undoSource + lanesSource + enqueueWithSource)
-	enqueueUniqueScript = redis.NewScript(uniqueSource + undoSource + lanesSource + enqueueWithSource)
+	enqueueWithScript   = newScriptWithout("enqueuewith", "unique")
+	enqueueUniqueScript = newScript("enqueuewith")
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.

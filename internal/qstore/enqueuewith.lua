@@ -1,3 +1,4 @@
+-- needs: newitems, unique
 -- EnqueueWith: add one item with options: due later (in delayed rather
 -- than pending), with an attempt limit of its own, under a unique key.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
@@ -26,7 +27,7 @@
 -- the writes that may still fail take back the ones before them (see
 -- undo.lua). A pending item's ready time is its id's (see readyat.lua).
 local id = ARGV[2]
-local delay, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local delay = tonumber(ARGV[4])
 local unique = tonumber(ARGV[6]) > 0 and KEYS[6]
 local chain = (ARGV[7] or '') ~= '' and KEYS[#KEYS]
 local priority = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
@@ -45,62 +46,20 @@ if unique then
     return holder
   end
 end
-local lanes
-if priority then
-  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
-  if redis.call('HEXISTS', tag .. ':weights', priority) == 0 then
-    return redis.error_reply('ERR enqueue: unknown priority "' .. priority .. '"')
-  end
-  lanes = tag .. ':lanes'
+local lanes, unknown = lanesFor(priority) -- newitems.lua
+if unknown then
+  return unknown
 end
 if chain then
   redis.call('HEXISTS', chain, '')
 end
--- What this call wrote so far, for takeBack.
-local valued, limited, laned
-local function takeBack(err)
-  if laned then
-    redis.call('HDEL', lanes, id)
-  end
-  if limited then
-    dropFields(KEYS[4], {id}, limited)
-  end
-  dropFields(KEYS[2], {id}, valued)
-  error(err)
-end
 -- HSET's count of new fields is 0 only when the id (and the pin) had
 -- values already: a resent call, which adds nothing twice.
-valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
+local valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
 if valued == 0 then
   return 0
 end
-if limit > 0 then
-  local r = redis.pcall('HSET', KEYS[4], '', ARGV[1], id, limit)
-  if failed(r) then
-    takeBack(r)
-  end
-  limited = r
-end
-if priority then
-  local r = redis.pcall('HSET', lanes, id, priority)
-  if failed(r) then
-    takeBack(r)
-  end
-  laned = true
-end
-if delay > 0 then
-  -- TIME rounded up, so the item is never due before the delay is over.
-  local t = redis.call('TIME')
-  local r = redis.pcall('ZADD', KEYS[3], t[1] * 1000 + math.ceil(t[2] / 1000) + delay, id)
-  if failed(r) then
-    takeBack(r)
-  end
-else
-  local r = pushLane(redis.pcall, 'LPUSH', KEYS[1], priority, {id}) -- lanes.lua
-  if failed(r) then
-    takeBack(r)
-  end
-end
+placeNew({id}, valued, ARGV[1], ARGV[5], priority, lanes, delay)
 if unique then
   takeUnique(unique, id, ARGV[6], first)
 end

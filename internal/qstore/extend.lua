@@ -1,3 +1,4 @@
+-- needs: types
 -- Extend: move the deadline of a lease that is still ours.
 -- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)
 -- ARGV[1]: id   ARGV[2]: claim token   ARGV[3]: new lease length in ms

@@ -2,7 +2,6 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,17 +11,9 @@ import (
 )
 
 var (
-	//go:embed enqueuejoin.lua
-	enqueueJoinSource string
-	enqueueJoinScript = redis.NewScript(uniqueSource + lanesSource + enqueueJoinSource)
-
-	//go:embed join.lua
-	joinSource string
-	joinScript = redis.NewScript(joinSource)
-
-	//go:embed joinresults.lua
-	joinResultsSource string
-	joinResultsScript = redis.NewScript(joinResultsSource)
+	enqueueJoinScript = newScript("enqueuejoin")
+	joinScript        = newScript("join")
+	joinResultsScript = newScript("joinresults")
 )
 
 // Bounds of a join ([JoinSpec]); package tasks checks JoinChildrenMax

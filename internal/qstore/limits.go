@@ -2,7 +2,6 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,12 +9,6 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 )
-
-// typesSource holds the keys and helpers of task types' limits, prepended
-// to the scripts that lease items or end their leases.
-//
-//go:embed types.lua
-var typesSource string
 
 // Bounds of a [TypeLimit].
 const (

@@ -2,7 +2,6 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
 
@@ -10,40 +9,14 @@ import (
 )
 
 var (
-	// Settle's, Tidy's and Claim's dropExpired, prepended to their source.
-	//go:embed expired.lua
-	expiredSource string
-
-	// The maintenance steps of Promote, Tidy and Claim, prepended to
-	// their source.
-	//go:embed maintain.lua
-	maintainSource string
-
-	//go:embed tidy.lua
-	tidySource string
-	tidyScript = redis.NewScript(expiredSource + typesSource + lanesSource + maintainSource + tidySource)
-
-	// listed, which picks the items of the scripts that act on given ids
-	// or else on a count of items, prepended to them: one script serves
-	// the queue's call and the operators' by-id one (admin.go).
-	//go:embed byid.lua
-	byIDSource string
-
-	//go:embed promote.lua
-	promoteSource string
-	promoteScript = redis.NewScript(typesSource + lanesSource + maintainSource + byIDSource + promoteSource)
-
-	//go:embed requeue.lua
-	requeueSource string
-	requeueScript = redis.NewScript(lanesSource + byIDSource + requeueSource)
-
-	//go:embed purge.lua
-	purgeSource string
-	purgeScript = redis.NewScript(byIDSource + purgeSource)
-
-	//go:embed dead.lua
-	deadSource string
-	deadScript = redis.NewScript(deadSource)
+	tidyScript = newScript("tidy")
+	// Promote, requeue and purge act on given ids or else on a count of
+	// items (byid.lua): one script serves the queue's call and the
+	// operators' by-id one (admin.go).
+	promoteScript = newScript("promote")
+	requeueScript = newScript("requeue")
+	purgeScript   = newScript("purge")
+	deadScript    = newScript("dead")
 )
 
 // Tidy is queue.Queue.Tidy: Claim's tidying step on its own.

@@ -1,3 +1,4 @@
+-- needs: types, lanes
 -- The maintenance steps that bring items back to pending: Go prepends
 -- this to the scripts that run them (Promote, Tidy, and Claim, which runs
 -- both before it claims). Each handles at most max items, takes the time

@@ -2,7 +2,11 @@ package qstore_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
@@ -46,5 +50,213 @@ func TestItemLeftInTheDefaultLaneByThePreviousRelease(t *testing.T) {
 	wantCounts(t, b.q, qstore.Depth{})
 	if n := itemFields(t, b.rdb, tag+":lanes"); n != 0 {
 		t.Fatalf("lanes holds %d items after the ack, want 0", n)
+	}
+}
+
+// fate is what the mixed-release test does with an item it claims.
+type fate int
+
+const (
+	ackAtOnce     fate = iota
+	nackFirst           // nacked at its first attempt, acked at its second
+	nackAlways         // nacked until it is dead, acked once requeued
+	abandonOnce        // its first lease left to expire, then acked
+	releaseOnce        // released at its first claim, then acked
+	extendThenAck      // its lease extended, then acked
+	fates
+)
+
+// held is what the mixed-release test knows of an item.
+type held struct {
+	fate     fate
+	attempt  int       // of its last claim
+	deadline time.Time // of its last claim
+	released bool // by its last claim's holder
+	live     bool // its last lease was left to expire
+	once     bool // its fate's first act is done
+	acked    int
+	requeued bool
+}
+
+// A rolling deploy: processes of the previous release (its scripts, in
+// testdata/previous) and of this one work one queue, each call made by
+// one or the other, drawn at random. Nothing is lost, nothing runs twice
+// (no item is claimed while its lease is live, or after its ack), and
+// nothing is dead-lettered but what failed its every attempt; a dead
+// letter requeued by either release runs again. With priorities, the
+// claims take claimtyped.lua's path.
+func TestPreviousReleaseBesideThisOne(t *testing.T) {
+	// Not parallel: it swaps the scripts of every Store of the process,
+	// which the parallel tests wait for.
+	for _, prioritized := range []bool{false, true} {
+		t.Run(fmt.Sprintf("priorities=%v", prioritized), func(t *testing.T) {
+			previous, this := qstore.Releases()
+			defer this()
+			rng := rand.New(rand.NewPCG(37, 7))
+			release := ""
+			pick := func() string {
+				if rng.IntN(2) == 0 {
+					previous()
+					release = "previous"
+				} else {
+					this()
+					release = "this"
+				}
+				return release
+			}
+			const lease = 150 * time.Millisecond
+			b := setup(t, queue.Config{MaxAttempts: 3, Lease: lease, BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond})
+			ctx := testContext(t)
+			priority := ""
+			if prioritized {
+				pick()
+				if err := b.q.SetPriorities(ctx, map[string]int{"high": 3}); err != nil {
+					t.Fatal(err)
+				}
+				priority = "high"
+			}
+
+			items := map[string]*held{}
+			for i := 0; i < 60; i += 4 {
+				var opts qstore.EnqueueOptions
+				if i%8 == 4 {
+					opts = qstore.EnqueueOptions{MaxAttempts: 2, Delay: time.Millisecond, Priority: priority}
+				}
+				pick()
+				ids, err := b.q.EnqueueBatchWith(ctx, [][]byte{[]byte("a"), []byte("b"), []byte("c")}, opts)
+				if err != nil || len(ids) != 3 {
+					t.Fatalf("EnqueueBatchWith (%s release) = %v, %v", release, ids, err)
+				}
+				pick()
+				opts.Unique, opts.UniqueFor = fmt.Sprintf("u%d", i), time.Minute
+				ids = append(ids, mustEnqueueWith(t, b.q, "d", opts, false))
+				for j, id := range ids {
+					items[id] = &held{fate: fate(i+j) % fates}
+				}
+			}
+
+			// Pairs of the releases that claimed and settled one lease.
+			pairs := map[[2]string]int{}
+			claimAll := func() {
+				t.Helper()
+				for until := time.Now().Add(20 * time.Second); ; {
+					claimedBy := pick()
+					c, err := b.q.ClaimDetailed(ctx, 5)
+					if err != nil {
+						t.Fatalf("Claim (%s release): %v", claimedBy, err)
+					}
+					for _, it := range c.Items {
+						h := items[it.ID]
+						switch {
+						case h == nil:
+							t.Fatalf("claimed %s, never enqueued", it.ID)
+						case h.acked > 0:
+							t.Fatalf("claimed %s (%s release) after its ack: runs twice", it.ID, claimedBy)
+						case h.live && it.Deadline.Add(-lease).Before(h.deadline):
+							t.Fatalf("claimed %s (%s release) at %v, inside its last lease (to %v): runs twice", it.ID, claimedBy, it.Deadline.Add(-lease), h.deadline)
+						}
+						want := h.attempt + 1
+						if h.released {
+							want = h.attempt // a release does not count the attempt
+						}
+						if it.Attempt != want {
+							t.Fatalf("claimed %s (%s release) at attempt %d, want %d", it.ID, claimedBy, it.Attempt, want)
+						}
+						h.attempt, h.deadline, h.released, h.live = it.Attempt, it.Deadline, false, false
+						settledBy := pick()
+						pairs[[2]string{claimedBy, settledBy}]++
+						var err error
+						switch {
+						case h.fate == nackFirst && it.Attempt == 1, h.fate == nackAlways && !h.requeued:
+							err = b.q.Nack(ctx, it, errors.New("not yet"))
+						case h.fate == abandonOnce && it.Attempt == 1:
+							h.live = true
+							continue
+						case h.fate == releaseOnce && !h.once:
+							h.once = true
+							var n int
+							n, err = b.q.Release(ctx, it)
+							if n != 1 {
+								t.Fatalf("Release %s (%s release) = %d, %v", it.ID, settledBy, n, err)
+							}
+							h.released = true
+						default:
+							if h.fate == extendThenAck {
+								if _, err = b.q.Extend(ctx, it, time.Second); err != nil {
+									break
+								}
+								pick()
+							}
+							if err = b.q.Ack(ctx, it, []byte("r"+it.ID)); err == nil {
+								h.acked++
+							}
+						}
+						if err != nil {
+							t.Fatalf("settling %s at attempt %d (%s release): %v", it.ID, it.Attempt, release, err)
+						}
+					}
+					if len(c.Items) == 0 {
+						d := mustDepth(t, b.q)
+						if d.Pending == 0 && d.Leased == 0 && d.Delayed == 0 {
+							return
+						}
+						if time.Now().After(until) {
+							t.Fatalf("the queue does not drain: %+v", d)
+						}
+						untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(5*time.Millisecond))
+					}
+				}
+			}
+			claimAll()
+
+			// Dead: the items nacked at every attempt, none other.
+			pick()
+			dead, err := b.q.Dead(ctx, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range dead {
+				h := items[d.ID]
+				if h == nil || h.fate != nackAlways {
+					t.Errorf("dead letter %s (%+v): dead-lettered by the skew", d.ID, d)
+				} else if d.Attempts != h.attempt || d.Cause != "not yet" {
+					t.Errorf("dead letter %s: %d attempts, cause %q; want %d, %q", d.ID, d.Attempts, d.Cause, h.attempt, "not yet")
+				}
+			}
+			for id, h := range items {
+				if h.fate == nackAlways {
+					h.requeued, h.attempt = true, 0
+					if !slices.ContainsFunc(dead, func(d qstore.DeadItem) bool { return d.ID == id }) {
+						t.Errorf("%s, nacked at every attempt, is not dead", id)
+					}
+				}
+			}
+			for requeued := 0; requeued < len(dead); {
+				pick()
+				n, err := b.q.RequeueDead(ctx, 1+rng.IntN(3))
+				if err != nil {
+					t.Fatalf("RequeueDead (%s release): %v", release, err)
+				}
+				requeued += n
+			}
+			claimAll()
+
+			for id, h := range items {
+				if h.acked != 1 {
+					t.Errorf("%s (fate %d) acked %d times, want once", id, h.fate, h.acked)
+				}
+				pick()
+				if r, err := b.q.Result(ctx, id); string(r) != "r"+id || err != nil {
+					t.Errorf("Result(%s) (%s release) = %q, %v", id, release, r, err)
+				}
+			}
+			pick()
+			wantCounts(t, b.q, qstore.Depth{})
+			for _, pair := range [][2]string{{"previous", "this"}, {"this", "previous"}} {
+				if pairs[pair] == 0 {
+					t.Errorf("no lease claimed by the %s release was settled by the %s one", pair[0], pair[1])
+				}
+			}
+		})
 	}
 }

@@ -2,19 +2,12 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/worksteal/worksteal/internal/names"
 )
-
-// lanesSource holds the priorities' keys and pushPending, prepended to
-// the scripts that push items to pending.
-//
-//go:embed lanes.lua
-var lanesSource string
 
 // DefaultPriority names the lane of the items enqueued without a
 // priority: pending itself. Its weight is 1 unless SetPriorities gives it

@@ -1,3 +1,4 @@
+-- needs: maintain, byid
 -- Promote: move delayed items to the tail of pending, each to its
 -- priority's lane: the ids given (those that are delayed, due or not;
 -- see listed in byid.lua), or else those that are due, the earliest due

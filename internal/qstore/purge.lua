@@ -1,3 +1,4 @@
+-- needs: byid
 -- PurgeDead: delete dead letters and everything kept about them: the ids
 -- given (those that are dead letters; see listed in byid.lua), or else
 -- the oldest.

@@ -17,7 +17,7 @@ func TestIDTimeReadsNewID(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	idTime := redis.NewScript(readyAtSource + "return idTime(ARGV[1])")
+	idTime := redis.NewScript(mustAssemble("readyat", "") + "return idTime(ARGV[1])")
 	for range 200 {
 		before := time.Now().UnixMilli()
 		id := newID()

@@ -1,3 +1,4 @@
+-- needs: types, lanes
 -- Release: hand claimed items back to the head of pending, uncounted; an
 -- item of a limited task type to the head of its type's set-aside items
 -- (see types.lua, which Go prepends), which are claimed before pending's.

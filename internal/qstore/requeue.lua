@@ -1,3 +1,4 @@
+-- needs: lanes, byid
 -- RequeueDead: move dead letters back to the tail of pending, each to its
 -- priority's lane (pushPending in lanes.lua), with a fresh count of
 -- attempts: the ids given (those that are dead letters; see listed in

@@ -2,21 +2,14 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/worksteal/worksteal/internal/text"
 )
 
-var (
-	//go:embed settle.lua
-	settleSource string
-	settleScript = redis.NewScript(expiredSource + uniqueSource + typesSource + lanesSource + settleSource)
-)
+var settleScript = newScript("settle")
 
 // notifyTTL is how long an item's wake-up list lives after its Ack or its
 // dead-lettering: waiters read the state before blocking, so it only has

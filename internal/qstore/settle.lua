@@ -1,3 +1,4 @@
+-- needs: expired, unique, types, lanes
 -- Settle: ack or nack claimed items whose claim token is still current.
 -- KEYS[1]: leases (zset)   KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)    KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)

@@ -3,7 +3,6 @@ package qstore
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/base32"
 	"encoding/binary"
 	"errors"
@@ -18,27 +17,9 @@ import (
 )
 
 var (
-	//go:embed enqueue.lua
-	enqueueSource string
-	enqueueScript = redis.NewScript(undoSource + lanesSource + enqueueSource)
-
-	// undoSource holds undoable, which the enqueue scripts write with,
-	// prepended to them.
-	//go:embed undo.lua
-	undoSource string
-
-	//go:embed depth.lua
-	depthSource string
-	depthScript = redis.NewScript(readyAtSource + depthSource)
-
-	// readyAtSource holds readyAt, for the scripts that read ready times,
-	// prepended to them.
-	//go:embed readyat.lua
-	readyAtSource string
-
-	//go:embed result.lua
-	resultSource string
-	resultScript = redis.NewScript(resultSource)
+	enqueueScript = newScript("enqueue")
+	depthScript   = newScript("depth")
+	resultScript  = newScript("result")
 )
 
 // Store is the storage of one queue: its keys and the scripts that move

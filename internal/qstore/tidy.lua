@@ -1,3 +1,4 @@
+-- needs: expired, maintain
 -- Tidy: hand back expired leases, the longest expired first, and drop
 -- expired results (see handBackExpired in maintain.lua and dropExpired in
 -- expired.lua, which Go prepends).

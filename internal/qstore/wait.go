@@ -2,7 +2,6 @@ package qstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -10,11 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed state.lua
-	stateSource string
-	stateScript = redis.NewScript(stateSource)
-)
+var stateScript = newScript("state")
 
 // States of an item, as state.lua reports them.
 const (

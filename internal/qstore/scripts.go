@@ -1,0 +1,112 @@
+package qstore
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// luaFiles are the scripts and the parts they share (lanes.lua, types.lua,
+// ...): a file whose first line is "-- needs: a, b" is sent after a.lua
+// and b.lua, and after the parts these need in turn.
+//
+//go:embed *.lua
+var luaFiles embed.FS
+
+const needsHeader = "-- needs:"
+
+// newScript is the script of name.lua, with its parts put before it, each
+// once and after the parts it needs. Each script is assembled once, as
+// the package loads, so a part that is missing or unknown fails every
+// test of the package.
+func newScript(name string) *redis.Script {
+	return redis.NewScript(mustAssemble(name, ""))
+}
+
+// newScriptWithout is newScript without the part leftOut (and what only
+// it needs), which name.lua must declare: for a script whose callers use
+// that part's functions only in some calls, and run the lighter script in
+// the others (Redis makes a script's functions anew on every call).
+func newScriptWithout(name, leftOut string) *redis.Script {
+	return redis.NewScript(mustAssemble(name, leftOut))
+}
+
+func mustAssemble(name, leftOut string) string {
+	src, err := assemble(name, leftOut)
+	if err != nil {
+		panic("qstore: " + err.Error())
+	}
+	return src
+}
+
+// assemble joins name.lua's parts and name.lua, a part before the parts
+// that need it.
+func assemble(name, leftOut string) (string, error) {
+	needs, err := needsOf(name)
+	if err != nil {
+		return "", err
+	}
+	if leftOut != "" && !slices.Contains(needs, leftOut) {
+		return "", fmt.Errorf("%s.lua does not need %s: nothing to leave out", name, leftOut)
+	}
+	var b strings.Builder
+	done, adding := map[string]bool{leftOut: true}, map[string]bool{}
+	var add func(part string) error
+	add = func(part string) error {
+		if done[part] {
+			return nil
+		}
+		if adding[part] {
+			return fmt.Errorf("%s.lua needs itself, through the parts it needs", part)
+		}
+		adding[part] = true
+		needs, err := needsOf(part)
+		if err != nil {
+			return err
+		}
+		for _, p := range needs {
+			if err := add(p); err != nil {
+				return err
+			}
+		}
+		src, _ := luaFiles.ReadFile(part + ".lua")
+		b.Write(src)
+		if len(src) > 0 && src[len(src)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		done[part] = true
+		return nil
+	}
+	if err := add(name); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// needsOf reads the parts that name.lua's first line declares.
+func needsOf(name string) ([]string, error) {
+	src, err := luaFiles.ReadFile(name + ".lua")
+	if err != nil {
+		return nil, fmt.Errorf("no script %s.lua", name)
+	}
+	first, _, _ := strings.Cut(string(src), "\n")
+	list, ok := strings.CutPrefix(first, needsHeader)
+	if !ok {
+		return nil, nil
+	}
+	var needs []string
+	for p := range strings.SplitSeq(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, fmt.Errorf("%s.lua: an empty name in %q", name, first)
+		}
+		if _, err := luaFiles.Open(p + ".lua"); err != nil {
+			return nil, fmt.Errorf("%s.lua needs %s, which is no part (no %s.lua)", name, p, p)
+		}
+		needs = append(needs, p)
+	}
+	return needs, nil
+}
