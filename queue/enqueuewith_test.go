@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -287,39 +286,6 @@ func TestEnqueueWithUniqueConcurrently(t *testing.T) {
 		return b.q.EnqueueWith(context.Background(), []byte{byte(i) + 1}, queue.EnqueueOptions{Unique: "once", UniqueFor: time.Minute})
 	})
 	wantCounts(t, b.q, queue.Depth{Pending: 1})
-}
-
-// enqueueAtOnce makes n calls of enqueue at once, one each with i from 0,
-// and fails the test unless all return one id and exactly one added it.
-func enqueueAtOnce(t *testing.T, n int, what string, enqueue func(i int) (id string, duplicate bool, err error)) string {
-	t.Helper()
-	ids, dups := make([]string, n), make([]bool, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			var err error
-			if ids[i], dups[i], err = enqueue(i); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	added := 0
-	for i := range n {
-		if ids[i] != ids[0] {
-			t.Fatalf("%s %d returned %s, %s 0 %s", what, i, ids[i], what, ids[0])
-		}
-		if !dups[i] {
-			added++
-		}
-	}
-	if added != 1 {
-		t.Fatalf("%d of %d calls of %s added, want 1", added, n, what)
-	}
-	return ids[0]
 }
 
 // Bad options and payloads fail before any Redis call, naming the field,

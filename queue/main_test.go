@@ -24,6 +24,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// Shared with package qstore's tests.
+var (
+	redisNow       = testrig.RedisNow
+	untilRedisTime = testrig.UntilRedisTime
+	itemFields     = testrig.ItemFields
+	enqueueAtOnce  = testrig.EnqueueAtOnce
+)
+
 // bundle is what most tests need: a throw-away Redis, a client and a queue.
 type bundle struct {
 	srv *redistest.Server
@@ -79,25 +87,6 @@ func testContext(t testing.TB) context.Context {
 // tagOf is the hash tag of a queue, as documented in the package doc.
 func tagOf(q *queue.Queue) string { return "{" + q.Config().Prefix + ":q:" + q.Name() + "}" }
 
-// redisNow reads Redis's clock, the one leases and delays are measured by.
-func redisNow(t testing.TB, rdb redis.UniversalClient) time.Time {
-	t.Helper()
-	now, err := rdb.Time(context.Background()).Result()
-	if err != nil {
-		t.Fatalf("TIME: %v", err)
-	}
-	return now
-}
-
-// untilRedisTime polls Redis's clock until it reaches tm: for leases and
-// delays, which are measured by that clock, not ours.
-func untilRedisTime(t testing.TB, rdb redis.UniversalClient, tm time.Time) {
-	t.Helper()
-	testrig.Eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
-		return !redisNow(t, rdb).Before(tm)
-	})
-}
-
 func mustEnqueue(t testing.TB, q *queue.Queue, payloads ...string) []string {
 	t.Helper()
 	bs := make([][]byte, len(payloads))
@@ -145,8 +134,6 @@ func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 	}
 }
 
-// itemFields counts the fields of a queue hash that belong to items: all
-// but the field "" that keeps the hash in Redis's hashtable encoding.
 // purgeDead purges the dead letters, which must be n, and checks that
 // their attempt limits went with them from the hash limits.
 func purgeDead(t testing.TB, b *bundle, limits string, n int) {
@@ -157,23 +144,6 @@ func purgeDead(t testing.TB, b *bundle, limits string, n int) {
 	if left := itemFields(t, b.rdb, limits); left != 0 {
 		t.Fatalf("limits hold %d items after the purge, want 0", left)
 	}
-}
-
-func itemFields(t testing.TB, rdb redis.UniversalClient, key string) int {
-	t.Helper()
-	ctx := context.Background()
-	n, err := rdb.HLen(ctx, key).Result()
-	if err != nil {
-		t.Fatalf("HLEN %s: %v", key, err)
-	}
-	pinned, err := rdb.HExists(ctx, key, "").Result()
-	if err != nil {
-		t.Fatalf("HEXISTS %s: %v", key, err)
-	}
-	if pinned {
-		n--
-	}
-	return int(n)
 }
 
 func wantErr(t testing.TB, err, target error, what string) {

@@ -29,4 +29,31 @@
 //
 // The Redis layout, the guarantees and the costs are package queue's
 // doc, for its users; each script's header lists its KEYS and ARGV.
+//
+// # Scripts and their parts
+//
+// One .lua file per script, beside the Go that runs it. What several
+// scripts share is a part, a file of local functions (lanes.lua,
+// types.lua, lease.lua, ...). A script, or a part, names the parts it
+// calls on its first line, "-- needs: lanes, types"; one loader
+// (scripts.go) puts them before it, each once, once per process, and a
+// test fails when a file calls a part's function it does not name.
+//
+// # How a claim works
+//
+// claim.lua maintains the queue first, so that whoever claims keeps it
+// moving, and what it brings back can be claimed by the same call: up to
+// n due items promoted, n expired leases handed back or dead-lettered,
+// n expired results dropped (maintain.lua, expired.lua). Bounded by n,
+// its work grows with what its caller asked for. With nothing due or
+// expired it costs one ZRANGEBYSCORE on leases, one on delayed if it
+// exists, and one LINDEX. Whether the queue has limits per type, items
+// set aside or priorities rides on EXISTS calls it makes anyway (EXISTS
+// counts a key named twice twice); with any of them, claimtyped.lua
+// claims, looking at up to 4n entries; else up to 2n, refilling once the
+// places of duplicates and malformed entries (lease.lua says which). Ids
+// are peeked at and trimmed from pending last, after every other write:
+// Redis does not roll back a script that fails half-way. One bulk
+// command per structure, and no number turned into a string per item
+// (Lua's tostring costs more than most Redis commands here).
 package qstore

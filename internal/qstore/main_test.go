@@ -2,7 +2,6 @@ package qstore_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,14 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Shared with package queue's tests.
+var (
+	redisNow       = testrig.RedisNow
+	untilRedisTime = testrig.UntilRedisTime
+	itemFields     = testrig.ItemFields
+	enqueueAtOnce  = testrig.EnqueueAtOnce
+)
 
 // bundle is what most tests need: a throw-away Redis, a client and the
 // store of a queue.
@@ -61,24 +68,6 @@ func testContext(t testing.TB) context.Context {
 // tagOf is the hash tag of a queue, as documented in package queue.
 func tagOf(q *qstore.Store) string { return "{" + q.Config().Prefix + ":q:" + q.Name() + "}" }
 
-// redisNow reads Redis's clock, the one leases and delays are measured by.
-func redisNow(t testing.TB, rdb redis.UniversalClient) time.Time {
-	t.Helper()
-	now, err := rdb.Time(context.Background()).Result()
-	if err != nil {
-		t.Fatalf("TIME: %v", err)
-	}
-	return now
-}
-
-// untilRedisTime polls Redis's clock until it reaches tm.
-func untilRedisTime(t testing.TB, rdb redis.UniversalClient, tm time.Time) {
-	t.Helper()
-	testrig.Eventually(t, 10*time.Second, "Redis time past "+tm.String(), func() bool {
-		return !redisNow(t, rdb).Before(tm)
-	})
-}
-
 func mustClaim(t testing.TB, q *qstore.Store, n, want int) []qstore.Item {
 	t.Helper()
 	items, err := q.Claim(context.Background(), n)
@@ -122,25 +111,6 @@ func purgeDead(t testing.TB, b *bundle, limits string, n int) {
 	}
 }
 
-// itemFields counts the fields of a queue hash that belong to items: all
-// but the field "" that keeps the hash in Redis's hashtable encoding.
-func itemFields(t testing.TB, rdb redis.UniversalClient, key string) int {
-	t.Helper()
-	ctx := context.Background()
-	n, err := rdb.HLen(ctx, key).Result()
-	if err != nil {
-		t.Fatalf("HLEN %s: %v", key, err)
-	}
-	pinned, err := rdb.HExists(ctx, key, "").Result()
-	if err != nil {
-		t.Fatalf("HEXISTS %s: %v", key, err)
-	}
-	if pinned {
-		n--
-	}
-	return int(n)
-}
-
 // dueOf reads when a delayed item is due, by Redis's clock.
 func dueOf(t testing.TB, b *bundle, id string) time.Time {
 	t.Helper()
@@ -167,37 +137,4 @@ func mustEnqueueWith(t testing.TB, q *qstore.Store, payload string, opts qstore.
 		t.Fatalf("EnqueueWith(%q, %+v) = %q, duplicate %v, %v; want duplicate %v", payload, opts, id, dup, err, wantDuplicate)
 	}
 	return id
-}
-
-// enqueueAtOnce makes n calls of enqueue at once, one each with i from 0,
-// and fails the test unless all return one id and exactly one added it.
-func enqueueAtOnce(t *testing.T, n int, what string, enqueue func(i int) (id string, duplicate bool, err error)) string {
-	t.Helper()
-	ids, dups := make([]string, n), make([]bool, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			var err error
-			if ids[i], dups[i], err = enqueue(i); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	added := 0
-	for i := range n {
-		if ids[i] != ids[0] {
-			t.Fatalf("%s %d returned %s, %s 0 %s", what, i, ids[i], what, ids[0])
-		}
-		if !dups[i] {
-			added++
-		}
-	}
-	if added != 1 {
-		t.Fatalf("%d of %d calls of %s added, want 1", added, n, what)
-	}
-	return ids[0]
 }

@@ -58,7 +58,7 @@ type fate int
 
 const (
 	ackAtOnce     fate = iota
-	nackFirst           // nacked at its first attempt, acked at its second
+	nackFirst          // nacked at its first attempt, acked at its second
 	nackAlways         // nacked until it is dead, acked once requeued
 	abandonOnce        // its first lease left to expire, then acked
 	releaseOnce        // released at its first claim, then acked
@@ -71,9 +71,9 @@ type held struct {
 	fate     fate
 	attempt  int       // of its last claim
 	deadline time.Time // of its last claim
-	released bool // by its last claim's holder
-	live     bool // its last lease was left to expire
-	once     bool // its fate's first act is done
+	released bool      // by its last claim's holder
+	live     bool      // its last lease was left to expire
+	once     bool      // its fate's first act is done
 	acked    int
 	requeued bool
 }
