@@ -1,7 +1,6 @@
 -- The scripts that act on given items or else on a count of them (the
--- operators' by-id calls beside the queue's own): Go prepends this to
--- them. Their ARGV[1] is the count, at most BatchMax; the ids follow it,
--- if any.
+-- operators' by-id calls beside the queue's own) need this part. Their
+-- ARGV[1] is the count, at most BatchMax; the ids follow it, if any.
 
 -- listed returns the ids given after ARGV[1] that zset holds, each once,
 -- in the order given; nil when no id was given.

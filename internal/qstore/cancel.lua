@@ -21,7 +21,7 @@
 -- earlier call canceled an item (its record's score, less the retention,
 -- is when), else 0.
 -- A canceled item loses its value, its lease (and its place in its
--- type's limits: types.lua, which Go prepends), its delay; its attempt
+-- type's limits: types.lua), its delay; its attempt
 -- count, cause, ready time, own limit and lane; its id goes to canceled,
 -- which Wait, Chain and Join read, and which a drain running it polls;
 -- its waiters wake (and a drain that claimed it and has not started it

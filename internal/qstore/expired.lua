@@ -1,7 +1,7 @@
 -- dropExpired drops the results that expired, the oldest first, at most
 -- max of them: results is the results hash, expiring its list of "expiry
 -- ms:id" in expiry order. An entry that does not parse goes with them.
--- Go prepends this to the scripts that call it (Settle and Tidy).
+-- A part (see doc.go) of the scripts that call it: Settle, Tidy, Claim.
 local function dropExpired(results, expiring, now, max)
   local head = redis.call('LINDEX', expiring, 0)
   if not head or (tonumber(string.match(head, '^(%d+):')) or 0) > now then

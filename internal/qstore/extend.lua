@@ -12,7 +12,7 @@ local t = redis.call('TIME')
 local deadline = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], deadline, ARGV[1])
 -- An item of a limited type holds its place as long as its lease (see
--- types.lua, which Go prepends).
+-- types.lua).
 local tag = tagOf(KEYS[1])
 local typ = redis.call('HGET', tag .. ':holding', ARGV[1])
 if typ then

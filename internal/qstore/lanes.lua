@@ -1,5 +1,5 @@
--- Priorities (see priorities.go): Go prepends this to the scripts that
--- push items to pending. An item enqueued with a priority other than
+-- Priorities (see priorities.go): a part (see doc.go) of the scripts
+-- that push items to pending. An item enqueued with a priority other than
 -- "default" waits in its priority's own list, its lane, beside pending
 -- (the default lane); claims draw from the lanes by their weights. Keys,
 -- named after the queue's hash tag (pending's name, less ':pending'):

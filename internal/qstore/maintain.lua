@@ -1,13 +1,13 @@
 -- needs: types, lanes
--- The maintenance steps that bring items back to pending: Go prepends
--- this to the scripts that run them (Promote, Tidy, and Claim, which runs
--- both before it claims). Each handles at most max items, takes the time
+-- The maintenance steps that bring items back to pending, a part of the
+-- scripts that run them (Promote, Tidy, and Claim, which runs both
+-- before it claims). Each handles at most max items, takes the time
 -- as its script read it from TIME (ms rounded down, and as text, made
 -- once: Lua turns a number into a string slowly) and returns how many it
 -- handled. Each adds an item to its new place before it takes it from the
 -- old one, so a failed script (a key of the wrong type) cannot lose it.
 -- Items with a priority go to its lane rather than to pending (see
--- lanes.lua, which Go prepends before this).
+-- lanes.lua).
 
 -- promoteDue moves the delayed items that are due (score <= now), the
 -- earliest due first, or, given ids, those delayed items as if they were
@@ -36,7 +36,7 @@ end
 -- to the tail of pending, marked ready now. Each keeps its count of
 -- attempts; its token goes. k holds the keys: leases, attempts, pending,
 -- dead, causes, ready, limits. Their places in their task types' limits
--- are freed (letGo in types.lua, which Go prepends before this).
+-- are freed (letGo in types.lua).
 local function handBackExpired(k, nowText, max, maxAttempts)
   local ids = redis.call('ZRANGEBYSCORE', k.leases, '-inf', nowText, 'LIMIT', 0, max)
   if #ids == 0 then

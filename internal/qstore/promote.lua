@@ -2,7 +2,7 @@
 -- Promote: move delayed items to the tail of pending, each to its
 -- priority's lane: the ids given (those that are delayed, due or not;
 -- see listed in byid.lua), or else those that are due, the earliest due
--- first (see promoteDue in maintain.lua, which Go prepends).
+-- first (see promoteDue in maintain.lua).
 -- KEYS[1]: delayed (zset)   KEYS[2]: pending (list)   KEYS[3]: ready (hash)
 -- ARGV[1]: max, at most BatchMax   ARGV[2...]: the ids, if any
 -- Returns how many it moved.

@@ -1,5 +1,5 @@
 -- readyAt: when an item last became pending (ms), for the scripts that
--- read it (Go prepends this to them). An enqueue writes no ready time: an
+-- read it (a part of theirs). An enqueue writes no ready time: an
 -- id starts with the ms of its making (see newID in store.go), so a fresh
 -- item's is its id's. The ready hash holds the time of an item that
 -- became pending later (promoted, requeued, a follow-up), which wins.

@@ -1,7 +1,7 @@
 -- needs: types, lanes
 -- Release: hand claimed items back to the head of pending, uncounted; an
 -- item of a limited task type to the head of its type's set-aside items
--- (see types.lua, which Go prepends), which are claimed before pending's.
+-- (see types.lua), which are claimed before pending's.
 -- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)   KEYS[3]: pending (list)
 -- ARGV: id, claim token, id, claim token, ... (at most BatchMax pairs)
 -- Returns how many were released; an item whose claim is no longer current

@@ -306,7 +306,7 @@ if #causes > 0 then
 end
 if #settled > 0 then
   redis.call('ZREM', KEYS[1], unpack(settled))
-  letGo(tag, settled, nil, held) -- see types.lua, which Go prepends
+  letGo(tag, settled, nil, held) -- see types.lua
 end
 if #deadIds > 0 then
   redis.call('HDEL', KEYS[4], unpack(deadIds))

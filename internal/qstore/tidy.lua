@@ -1,7 +1,7 @@
 -- needs: expired, maintain
 -- Tidy: hand back expired leases, the longest expired first, and drop
 -- expired results (see handBackExpired in maintain.lua and dropExpired in
--- expired.lua, which Go prepends).
+-- expired.lua).
 -- KEYS[1]: leases (zset)   KEYS[2]: attempts (hash)   KEYS[3]: pending (list)
 -- KEYS[4]: dead (zset)     KEYS[5]: causes (hash)     KEYS[6]: ready (hash)
 -- KEYS[7]: results (hash)  KEYS[8]: expiring (list)   KEYS[9]: limits (hash)

@@ -1,5 +1,5 @@
 -- Task types' limits (see limits.go): what Claim, Settle, Release, Extend
--- and the maintenance share; Go prepends this to their source. A queue's
+-- and the maintenance share, a part of their scripts. A queue's
 -- per-type keys carry a task type in their names, which only a script
 -- reads (from a payload, or from holding), so scripts name them after the
 -- queue's hash tag, which its leases key begins with: every one of them

@@ -1,4 +1,4 @@
--- Taking back writes, for the enqueue scripts (Go prepends this to them).
+-- Taking back writes, for the enqueue scripts (a part of theirs).
 -- Redis does not roll a failed script back: a write that fails on a key
 -- of the wrong type would leave the writes before it. Rather than read
 -- every key first to learn its type (a command per key on every call),

@@ -2,8 +2,8 @@
 -- the item holding it, expiring with the key (HSET and PEXPIRE rather than
 -- SET PX, so that the documented ACL grant covers it). A lock that settle
 -- handed on to a follow-up names, in its field "first", the item that took
--- it (a chain's id): duplicates get that id. Go prepends this to the
--- scripts that call it (EnqueueWith, EnqueueJoin and Settle).
+-- it (a chain's id): duplicates get that id. A part of the scripts that
+-- call it (EnqueueWith, EnqueueJoin and Settle).
 
 -- uniqueHolder returns the id a duplicate of id gets when the lock is held
 -- by another live item (it has a value in values and is not in dead), else
