@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/inspect"
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/registry"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -39,7 +39,8 @@ func TestRegistryWrittenByRecruiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hooks.RecruiterConfig(recruiter.Config{Prefix: b.prefix, Inline: true}, func() float64 { return 0 }, nil).(recruiter.Config)
+	cfg := recruiter.Config{Prefix: b.prefix, Inline: true}
+	seams.SetRoll(&cfg, func() float64 { return 0 }, nil)
 	rec, err := recruiter.New(b.rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +299,8 @@ func TestPauseResume(t *testing.T) {
 	if left := j.Lock.PausedUntil.Sub(j.Lock.Now); err != nil || !j.Lock.Paused || left < 9*time.Minute || left > 10*time.Minute {
 		t.Fatalf("Job = %+v, %v; want paused for 10m", j, err)
 	}
-	cfg := hooks.RecruiterConfig(recruiter.Config{Prefix: b.prefix, Inline: true}, func() float64 { return 0 }, nil).(recruiter.Config)
+	cfg := recruiter.Config{Prefix: b.prefix, Inline: true}
+	seams.SetRoll(&cfg, func() float64 { return 0 }, nil)
 	rec, err := recruiter.New(b.rdb, cfg)
 	if err != nil {
 		t.Fatal(err)

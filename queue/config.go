@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/seams"
 )
 
 // Defaults applied to zero fields of [Config]; each field's doc says its
@@ -86,19 +86,11 @@ type Config struct {
 	// timeouts), at least 1s. Default 1s.
 	WaitBlock time.Duration
 
-	// Set by this repository's tests only (internal/hooks): the retry
-	// jitter, uniform in [0, 1) and safe for concurrent use; nil is
-	// math/rand/v2.Float64. A value out of range is clamped.
-	jitter func() float64
+	// The retry jitter, set by this module's tests only (internal/seams).
+	testSeams
 }
 
-func init() {
-	hooks.QueueConfig = func(cfg any, jitter func() float64) any {
-		c := cfg.(Config)
-		c.jitter = jitter
-		return c
-	}
-}
+type testSeams = seams.Queue
 
 func (c Config) withDefaults() Config {
 	c.BackoffBase = cmp.Or(c.BackoffBase, backoffBaseDefault)
@@ -140,6 +132,6 @@ func (c Config) store() qstore.Config {
 	return qstore.Config{
 		BackoffBase: c.BackoffBase, BackoffMax: c.BackoffMax, Lease: c.Lease,
 		MaxAttempts: c.MaxAttempts, MaxPayload: c.MaxPayload, Prefix: c.Prefix,
-		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: c.jitter,
+		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: seams.Jitter(&c),
 	}
 }

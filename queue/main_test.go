@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
@@ -64,7 +64,8 @@ func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Co
 
 // withJitter is cfg with the retry jitter set to jitter.
 func withJitter(cfg queue.Config, jitter func() float64) queue.Config {
-	return hooks.QueueConfig(cfg, jitter).(queue.Config)
+	seams.SetJitter(&cfg, jitter)
+	return cfg
 }
 
 // testPrefix is a valid key prefix unique to the test.

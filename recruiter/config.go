@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/seams"
 )
 
 // Defaults applied to zero fields of [Config] and [JobConfig]; each field's
@@ -107,32 +106,15 @@ type Config struct {
 	// enlistments' too: it takes a share of the roll.
 	TrafficOnly bool
 
-	// Set by this repository's tests only (internal/hooks): the roll of an
-	// enlistment, uniform in [0, 1), and the clock of cool-offs, the
-	// breaker, the pace timer and LastRun.
-	roll func() float64
-	now  func() time.Time
-
-	// pressureRead replaces the scheduler reading of the pressure gate: the
-	// p99 it returns, and false for "too few events to judge".
-	pressureRead func() (p99 time.Duration, ok bool)
+	// The roll, the clock and the pressure reading, set by this module's
+	// tests only (internal/seams).
+	testSeams
 
 	// tickDenseGap replaces tickDenseGap (schedule.go).
 	tickDenseGap time.Duration
 }
 
-func init() {
-	hooks.RecruiterConfig = func(cfg any, roll func() float64, now func() time.Time) any {
-		c := cfg.(Config)
-		c.roll, c.now = roll, now
-		return c
-	}
-	hooks.RecruiterPressure = func(cfg any, read func() (time.Duration, bool)) any {
-		c := cfg.(Config)
-		c.pressureRead = read
-		return c
-	}
-}
+type testSeams = seams.Recruiter
 
 func (c Config) withDefaults() Config {
 	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, breakerCooldownDefault)
@@ -145,9 +127,6 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.tickDenseGap = cmp.Or(c.tickDenseGap, tickDenseGap)
-	if c.roll == nil {
-		c.roll = rand.Float64
-	}
 	return c
 }
 

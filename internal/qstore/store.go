@@ -52,11 +52,20 @@ type Store struct {
 	bell *wakeup.Bell // rung when an item becomes pending here
 }
 
-// Of returns the Store of q, a *queue.Queue. Package queue sets it in its
-// init, as it fills in internal/hooks (it may not export its store, and
-// this package may not import it): jobs' Drain and package tasks reach
-// the storage of the queue they are given through it.
-var Of func(q any) *Store
+// Of returns the store of q, a *queue.Queue: how jobs' Drain and package
+// tasks reach the storage of the queue they are given. Package queue may
+// not export its store, and this package may not import queue; a Queue
+// embeds a [Handle], whose unexported method only this package calls.
+func Of(q interface{ store() *Store }) *Store { return q.store() }
+
+// Handle holds a queue's store. queue.Queue embeds it under an unexported
+// name, so that no user reaches it.
+type Handle struct{ st *Store }
+
+// NewHandle returns the handle of st.
+func NewHandle(st *Store) Handle { return Handle{st} }
+
+func (h Handle) store() *Store { return h.st }
 
 // keys are the Redis keys of one queue. They share the hash tag
 // {prefix:q:name}, so every script runs on one Redis Cluster slot.
