@@ -40,25 +40,23 @@ type DrainConfig struct {
 }
 
 // Drain returns the job that works q off in slices: it claims batches,
-// runs handler on their items, up to cfg.Concurrency at once, and acks
-// the results and nacks the failures. Its claims also bring back q's due
-// delayed items and expired leases, so Drain alone keeps a queue moving.
-// A slice's Items counts the items settled; More says that work may be
-// left. Slices run on up to 4 processes at once by default
-// ([recruiter.JobConfig].Slices).
+// runs handler on their items, up to cfg.Concurrency at once, and settles
+// the outcomes (acks the results, nacks the errors). Its claims also bring
+// back q's due delayed items and expired leases, so Drain alone keeps a
+// queue moving. A slice's Items counts the items settled; More says that
+// work may be left. Up to 4 slices run at once ([recruiter.JobConfig].Slices).
 //
 // The budget bounds when a slice starts items, not how long they run: a
 // started handler runs to its end (the job is a [recruiter.Finisher]),
-// its context ending a margin before the item's lease; the items a slice
+// its context ending a margin before the item's lease. The items a slice
 // does not start, past its budget or once its process is busy
 // ([recruiter.Busy]), go back to the queue, their attempt uncounted.
 // Handlers that burn CPU leave half the process's CPUs to its requests.
 //
-// An item canceled ([queue.Queue.Cancel]) before it starts never starts;
-// one canceled while it runs sees its context end with [queue.ErrCanceled]
-// as its cause within 100 ms and a round trip, and its outcome is dropped.
-// A handler's panic nacks its own item; the slice goes on and returns an
-// error wrapping [ErrHandlerPanic].
+// An item never starts once its [queue.Queue.Cancel] returned nil; a
+// running one's context ends with [queue.ErrCanceled] as its cause within
+// 100 ms and a round trip, its outcome dropped. A panic nacks its item
+// alone; the slice goes on, and returns an error wrapping [ErrHandlerPanic].
 func Drain(q *queue.Queue, handler Handler, cfg DrainConfig) (recruiter.Job, error) {
 	var h drain.Handler // nil for a nil handler, which drain.New refuses
 	if handler != nil {

@@ -31,14 +31,15 @@ type Batching struct {
 	RedisTimeout time.Duration
 }
 
-// Config is jobs.DrainConfig's, which documents it.
+// Config has the fields of jobs.DrainConfig, which documents them.
 type Config struct {
 	Batching
 	Concurrency int
 }
 
+// Defaults and bounds, which jobs' configs document.
 const (
-	batchDefault        = 100
+	batchDefault        = 100 // the drain's Batch
 	RedisTimeoutDefault = 250 * time.Millisecond
 	// RedisTimeoutMax bounds every RedisTimeout: past it, a slice could
 	// hold its web server long after its budget.
