@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -56,7 +57,7 @@ func (s queueStep) job(q *queue.Queue, cfg Batching) (recruiter.Job, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
 	}
-	return batchJob(jobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
+	return batchJob(drain.JobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
 		return s.run(q, ctx, max)
 	})
 }

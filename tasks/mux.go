@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/worksteal/worksteal/internal/drainhook"
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/jobs"
@@ -135,9 +135,9 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	}
 	m.noteTypes(q)
 	st := qstore.Of(q)
-	return drainhook.Drain(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
+	return drain.New(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
 		return m.run(ctx, st, it)
-	}, cfg)
+	}, drain.Config{Batching: drain.Batching(cfg.Batching), Concurrency: cfg.Concurrency})
 }
 
 // run is the Drain handler: one queue item, one task; a chain's step
