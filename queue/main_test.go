@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/worksteal/worksteal/internal/hooks"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
@@ -151,7 +152,7 @@ func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 // their attempt limits went with them from the hash limits.
 func purgeDead(t testing.TB, b *bundle, limits string, n int) {
 	t.Helper()
-	if got, err := b.q.PurgeDead(context.Background(), 10); got != n || err != nil {
+	if got, err := qstore.Of(b.q).PurgeDead(context.Background(), 10); got != n || err != nil {
 		t.Fatalf("PurgeDead = %d, %v; want %d", got, err, n)
 	}
 	if left := itemFields(t, b.rdb, limits); left != 0 {
