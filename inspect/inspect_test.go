@@ -260,8 +260,11 @@ func TestDeadByID(t *testing.T) {
 	if _, err := q.Value(ctx, ids[1]); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("a purged letter's value: %v; want ErrNotFound", err)
 	}
-	if n, err := b.in.RetryAllDead(ctx, "work"); n != 3 || err != nil {
-		t.Fatalf("RetryAllDead = %d, %v; want 3", n, err)
+	if n, err := b.in.RetryAllDead(ctx, "work", 2); n != 2 || err != nil {
+		t.Fatalf("RetryAllDead max 2 = %d, %v; want 2", n, err)
+	}
+	if n, err := b.in.RetryAllDead(ctx, "work", 0); n != 1 || err != nil {
+		t.Fatalf("RetryAllDead = %d, %v; want the 1 left", n, err)
 	}
 	if items, err = q.Claim(ctx, 10); err != nil || len(items) != 5 {
 		t.Fatalf("Claim = %d, %v; want the 5 retried", len(items), err)
@@ -271,8 +274,11 @@ func TestDeadByID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := b.in.PurgeAllDead(ctx, "work"); n != 5 || err != nil {
-		t.Fatalf("PurgeAllDead = %d, %v; want 5", n, err)
+	if n, err := b.in.PurgeAllDead(ctx, "work", 1); n != 1 || err != nil {
+		t.Fatalf("PurgeAllDead max 1 = %d, %v; want 1", n, err)
+	}
+	if n, err := b.in.PurgeAllDead(ctx, "work", 0); n != 4 || err != nil {
+		t.Fatalf("PurgeAllDead = %d, %v; want the 4 left", n, err)
 	}
 	if d, err := q.Depth(ctx); err != nil || d.Dead != 0 || d.Pending != 0 {
 		t.Fatalf("Depth = %+v, %v; want empty", d, err)
@@ -282,6 +288,9 @@ func TestDeadByID(t *testing.T) {
 	}
 	if _, err := b.in.PurgeDead(ctx, "work", ""); !errors.Is(err, inspect.ErrInvalidArgument) {
 		t.Errorf("PurgeDead of an empty id = %v; want ErrInvalidArgument", err)
+	}
+	if _, err := b.in.RetryAllDead(ctx, "work", -1); !errors.Is(err, inspect.ErrInvalidArgument) {
+		t.Errorf("RetryAllDead max -1 = %v; want ErrInvalidArgument", err)
 	}
 }
 

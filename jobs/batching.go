@@ -58,9 +58,9 @@ func (b Batching) validate() error { return drain.Batching(b).Validate() }
 
 // BatchJob returns a job whose slices call step in batches: step handles
 // up to max entries (cfg.Batch) and returns how many it handled, as
-// [github.com/worksteal/worksteal/exphash.Hash.Evict] and
-// [queue.Queue.Tidy] do. The job is called name, unless cfg.Name
-// overrides it; a zero cfg.Batch is 100.
+// [github.com/worksteal/worksteal/exphash.Hash.Evict] and the steps of
+// [TidyStale] and [PromoteDue] do. The job is called name, unless
+// cfg.Name overrides it; a zero cfg.Batch is 100.
 //
 // A slice makes batches until one is not full (nothing is left), or
 // cfg.MaxBatches are done, or the budget left (ctx's deadline) is below

@@ -83,7 +83,7 @@
 // ([queue.Queue.Release]) as the rest is settled. A handler's context ends
 // before the lease by three round trips or a quarter of the lease (at most
 // RedisTimeout), whichever is more, up to half the lease, so that the
-// settle reaches Redis before a claim or [queue.Queue.Tidy] may take the
+// settle reaches Redis before a claim or [TidyStale] may take the
 // item back; an item interrupted so is nacked like any failure, and one too
 // slow for its lease ends in the dead letters rather than running forever.
 //

@@ -24,9 +24,9 @@ const (
 	waitBlockDefault       = time.Second
 )
 
-// BatchMax bounds every count argument (Claim's n, Tidy's max, ...) and
-// the items of one script call: a script blocks Redis while it runs, so
-// each call stays around a millisecond of work.
+// BatchMax bounds every count argument (Claim's n, a maintenance job's
+// Batch, ...) and the items of one script call: a script blocks Redis
+// while it runs, so each call stays around a millisecond of work.
 const BatchMax = 1000
 
 // Errors of [New]: they wrap a message naming the field or the name's
@@ -65,8 +65,8 @@ type Config struct {
 	// BackoffMax caps the retry delay. Default 10m.
 	BackoffMax time.Duration
 	// Lease is how long a claim lasts: past it, the next claim (or
-	// [Queue.Tidy]) hands the item to another worker. Default 30s; at
-	// least 1ms.
+	// [github.com/worksteal/worksteal/jobs.TidyStale]) hands the item to
+	// another worker. Default 30s; at least 1ms.
 	Lease time.Duration
 	// MaxAttempts is how many claims an item gets: a Nack or an expired
 	// lease at the last one moves it to the dead letters. Default 5.
@@ -80,8 +80,8 @@ type Config struct {
 	ResultRetention time.Duration
 	// WaitBlock is the longest one blocking read of [Queue.Wait]; between
 	// reads Wait re-reads the item's state and its ctx, so it bounds how
-	// late Wait sees a cancelled ctx, or an item dead-lettered by Tidy or
-	// Claim.
+	// late Wait sees a cancelled ctx, or an item dead-lettered by a
+	// claim (or jobs.TidyStale).
 	// Rounded down to whole seconds (the unit of Redis's blocking
 	// timeouts), at least 1s. Default 1s.
 	WaitBlock time.Duration

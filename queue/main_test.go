@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
@@ -152,7 +153,7 @@ func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 // their attempt limits went with them from the hash limits.
 func purgeDead(t testing.TB, b *bundle, limits string, n int) {
 	t.Helper()
-	if got, err := b.q.PurgeDead(context.Background(), 10); got != n || err != nil {
+	if got, err := qstore.Of(b.q).PurgeDead(context.Background(), 10); got != n || err != nil {
 		t.Fatalf("PurgeDead = %d, %v; want %d", got, err, n)
 	}
 	if left := itemFields(t, b.rdb, limits); left != 0 {

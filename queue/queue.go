@@ -78,9 +78,9 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 type Depth struct {
 	Pending int64 // waiting to be claimed
 	Leased  int64 // claimed, not yet acked or nacked
-	Expired int64 // leased past their deadline: the next claim (or Tidy) hands them back
+	Expired int64 // leased past their deadline: the next claim (or jobs.TidyStale) hands them back
 	Delayed int64 // waiting to be retried, or enqueued with a delay
-	Due     int64 // delayed whose time has come: the next claim (or Promote) makes them pending
+	Due     int64 // delayed whose time has come: the next claim (or jobs.PromoteDue) makes them pending
 	Dead    int64 // dead letters
 	// Parked counts the pending items of task types at their limit, set
 	// aside until it frees (see package tasks); Pending includes them.

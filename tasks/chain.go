@@ -39,9 +39,10 @@ func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
 // call that acks the step before it, with that step's result available to
 // it ([PreviousResult], or as its arguments with [Pipe]), so that no step
 // is lost between two and none that succeeded runs again. A step that
-// fails its last attempt stops the chain in the dead letters; requeued
-// ([queue.Queue.RequeueDead]), it runs on. [ChainStatus] reads the
-// chain's progress; [WaitChain] waits for its end.
+// fails its last attempt stops the chain in the dead letters; retried
+// ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]), it
+// runs on. [ChainStatus] reads the chain's progress; [WaitChain] waits
+// for its end.
 //
 // The options apply to the chain: [Delay] delays its first step,
 // [Attempts] gives every step that many attempts, and [Unique] holds its

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
@@ -232,7 +233,7 @@ func TestChainOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	testrig.Eventually(t, 20*time.Second, "the first step due", func() bool {
-		n, err := b.q.Promote(ctx, queue.BatchMax)
+		n, err := qstore.Of(b.q).Promote(ctx, queue.BatchMax)
 		return err == nil && n == 1
 	})
 	for step, want := range []tasks.State{tasks.StateRunning, tasks.StateFailed} {

@@ -100,7 +100,7 @@ func TestEnqueueOptionsOnCluster(t *testing.T) {
 					t.Fatalf("the delayed task %s's Result = %s, %v; want %s", id, res, err, want)
 				}
 			}
-			if dead, err := b.q.Dead(ctx, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
+			if dead, err := testrig.DeadLetters(ctx, b.q, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
 				t.Fatalf("Dead = %+v, %v; want %s after 2 attempts", dead, err, failing)
 			}
 		})

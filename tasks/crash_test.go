@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
@@ -286,7 +287,7 @@ func TestSIGKILLMidChain(t *testing.T) {
 	// A fresh worker (this process) finishes the chains, with Tidy handing
 	// back the killed worker's leases once they expire.
 	b.drive(t, "every chain done", func() bool {
-		if _, err := b.q.Tidy(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Tidy(ctx, queue.BatchMax); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
@@ -353,10 +354,10 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 	// done also hands back the killed workers' leases, as a worker's
 	// maintenance would.
 	done := func() bool {
-		if _, err := b.q.Tidy(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Tidy(ctx, queue.BatchMax); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Promote(ctx, queue.BatchMax); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range ids {

@@ -71,7 +71,7 @@ func TestEnqueueAttempts(t *testing.T) {
 		mustEnqueue(t, b.client, "fail", 3):                        3,
 	}
 	b.drive(t, "every task dead", func() bool { d, err := b.q.Depth(ctx); return err == nil && d.Dead == 4 })
-	dead, err := b.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, b.q, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,9 @@ const fanOutChildrenMax = qstore.JoinChildrenMax
 //
 // A child that dies fails the fan-out: the final step does not run, and
 // WaitFanOut returns an error wrapping [queue.ErrDead] with the child's
-// cause, as [Call] of that child would. Requeued
-// ([queue.Queue.RequeueDead]), the child lets the fan-out run on.
+// cause, as [Call] of that child would. Retried
+// ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]), the
+// child lets the fan-out run on.
 //
 // Called in a task's handler, with that handler's ctx, EnqueueFanOut
 // names the fan-out after the task and the call's rank in the handler, so

@@ -49,7 +49,7 @@ func mustEnqueue[A any](t testing.TB, c *tasks.Client, typ string, args A) strin
 // wantDead checks that id is a dead letter whose cause holds each of want.
 func wantDead(t *testing.T, q *queue.Queue, id string, want ...string) {
 	t.Helper()
-	dead, err := q.Dead(context.Background(), queue.BatchMax)
+	dead, err := testrig.DeadLetters(context.Background(), q, queue.BatchMax)
 	if err != nil {
 		t.Fatalf("Dead: %v", err)
 	}

@@ -142,8 +142,10 @@ func TestDeadListRetryPurge(t *testing.T) {
 	if !slices.Equal(ids(d), []string{f.live, f.dead[0]}) {
 		t.Fatalf("pending after the retry = %v; want %v", ids(d), []string{f.live, f.dead[0]})
 	}
-	if out := f.ok(t, "dead", "retry", "--all", "mail"); !strings.Contains(out, "moved back to pending 1 dead letters") {
-		t.Errorf("dead retry --all: %q", out)
+	f.fails(t, exitUsage, "--max goes with --all", "dead", "retry", "mail", f.dead[2], "--max", "1")
+	f.fails(t, exitUsage, "max -1 is negative", "dead", "retry", "mail", "--all", "--max", "-1")
+	if out := f.ok(t, "dead", "retry", "--all", "--max", "1", "mail"); !strings.Contains(out, "moved back to pending 1 dead letters") {
+		t.Errorf("dead retry --all --max 1: %q", out)
 	}
 	f.okJSON(t, &d, "dead", "list", "mail")
 	if d.Total != 0 || len(d.Items) != 0 {

@@ -110,7 +110,7 @@ type keys struct {
 	claimKeys, releaseKeys []string
 	tidyKeys, promoteKeys  []string
 	requeueKeys, purgeKeys []string
-	deadKeys, extendKeys   []string
+	extendKeys             []string
 	settleKeys, resultKeys []string
 	cancelKeys             []string
 }
@@ -155,7 +155,6 @@ func newKeys(prefix, name string) keys {
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
 	k.purgeKeys = append([]string{k.dead}, k.itemHashes()...)
-	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
 	k.cancelKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.limits, k.canceled, k.tombstones}
 	return k
