@@ -439,11 +439,11 @@ func TestActionsFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	type args struct{ N int }
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: args{1}}, {Type: "send", Args: args{2}}, {Type: "log", Args: args{3}}})
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{tasks.Define[args, any]("render").Step(args{1}), tasks.Define[args, any]("send").Step(args{2}), tasks.Define[args, any]("log").Step(args{3})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: args{1}}, {Type: "part", Args: args{2}}}, tasks.Step{Type: "join", Args: args{0}})
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{tasks.Define[args, any]("part").Step(args{1}), tasks.Define[args, any]("part").Step(args{2})}, tasks.Define[args, any]("join").Step(args{0}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,12 +510,12 @@ func TestActionsCanceledFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	type args struct{ N int }
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: args{1}}, {Type: "send", Args: args{2}}, {Type: "log", Args: args{3}}})
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{tasks.Define[args, any]("render").Step(args{1}), tasks.Define[args, any]("send").Step(args{2}), tasks.Define[args, any]("log").Step(args{3})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: args{1}}, {Type: "part", Args: args{2}}, {Type: "part", Args: args{3}}},
-		tasks.Step{Type: "join", Args: args{0}})
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{tasks.Define[args, any]("part").Step(args{1}), tasks.Define[args, any]("part").Step(args{2}), tasks.Define[args, any]("part").Step(args{3})},
+		tasks.Define[args, any]("join").Step(args{0}))
 	if err != nil {
 		t.Fatal(err)
 	}
