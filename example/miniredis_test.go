@@ -242,14 +242,15 @@ func TestLimitsAndPrioritiesRunOnMiniredis(t *testing.T) {
 	if err := q.SetPriorities(ctx, map[string]int{"high": 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetLimit(ctx, "slow", tasks.Limit{Running: 1}); err != nil {
+	slow, fast := tasks.Define[int, struct{}]("slow"), tasks.Define[int, struct{}]("fast")
+	if err := slow.SetLimit(ctx, c, tasks.Limit{Running: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := tasks.Enqueue(ctx, c, "slow", 1); err != nil {
+		if _, err := slow.Enqueue(ctx, c, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tasks.Enqueue(ctx, c, "fast", 1, tasks.Priority("high")); err != nil {
+		if _, err := fast.Enqueue(ctx, c, 1, tasks.Priority("high")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,16 @@ import (
 
 type mailArgs struct{ To string }
 
+// The tests' task types.
+var (
+	sendTask   = tasks.Define[mailArgs, string]("send")
+	digestTask = tasks.Define[mailArgs, string]("digest")
+	renderTask = tasks.Define[mailArgs, string]("render")
+	logTask    = tasks.Define[mailArgs, string]("log")
+	partTask   = tasks.Define[mailArgs, string]("part")
+	joinTask   = tasks.Define[mailArgs, string]("join")
+)
+
 // queue.New, a Mux's Job and Register write nothing; the recruiter's
 // timer writes the registry once a slice reached Redis, and the Inspector
 // lists the queue, the jobs with their pace and the task types from it.
@@ -32,7 +42,7 @@ func TestRegistryWrittenByRecruiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := tasks.NewMux()
-	if err := tasks.Handle(mux, "send", func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
+	if err := sendTask.Handle(mux, func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
 		t.Fatal(err)
 	}
 	job, err := mux.Job(q, jobs.DrainConfig{})
@@ -54,7 +64,7 @@ func TestRegistryWrittenByRecruiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A handler added after the job was made is listed too.
-	if err := tasks.Handle(mux, "digest", func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
+	if err := digestTask.Handle(mux, func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := b.rdb.Exists(ctx, registryKeys(b.prefix)...).Result(); n != 0 || err != nil {
@@ -193,11 +203,11 @@ func TestItemsReadTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := tasks.Enqueue(ctx, client, "send", mailArgs{To: "ann@example.com"})
+	id, err := sendTask.Enqueue(ctx, client, mailArgs{To: "ann@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: mailArgs{To: "bob"}}, {Type: "send", Args: mailArgs{To: "bob"}}})
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{renderTask.Step(mailArgs{To: "bob"}), sendTask.Step(mailArgs{To: "bob"})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@
 // smooth weighted round robin whose state is in Redis, so each lane gets
 // its weight's share fleet-wide while all have items, and none starves.
 // Package tasks adds limits per task type
-// ([github.com/worksteal/worksteal/tasks.Client.SetLimit]), which claims
+// ([github.com/worksteal/worksteal/tasks.Task.SetLimit]), which claims
 // enforce: an item of a type at its limit is set aside, uncounted, until
 // a place frees ([Depth].Parked).
 //

@@ -17,27 +17,24 @@ const (
 )
 
 // Step is one task of a chain ([EnqueueChain]) or of a fan-out
-// ([EnqueueFanOut]): its type and arguments, which the client's codec
-// encodes at the enqueue. [Task.Step] makes one whose arguments are the
-// Task's. A step made by [Pipe] (or [Task.Pipe]) takes the previous
-// step's result as its arguments instead.
+// ([EnqueueFanOut]), made by [Task.Step], whose arguments the client's
+// codec encodes at the enqueue, or by [Task.Pipe], which takes the
+// previous step's result as its arguments instead.
 type Step struct {
+	// Deprecated: make a Step with [Task.Step] or [Task.Pipe] ([Raw] for
+	// a type known only at run time); the fields will be unexported.
 	Type string
+	// Deprecated: make a Step with [Task.Step].
 	Args any
 	pipe bool
+	raw  bool // Args are a Raw task's bytes
 }
-
-// Pipe is a step of type typ whose arguments are the previous step's
-// result, as that step's handler returned it: its handler's argument type
-// must decode what the previous one's result type encodes, or the step
-// fails with [ErrDecode]. It cannot be a chain's first step.
-func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
 
 // EnqueueChain adds a chain of tasks, A → B → C, to the client's queue
 // and returns the chain's id (its first task's id). Only the first step
 // is enqueued: the [Mux] job enqueues each next step in the same script
 // call that acks the step before it, with that step's result available to
-// it ([PreviousResult], or as its arguments with [Pipe]), so that no step
+// it ([PreviousResult], or as its arguments with [Task.Pipe]), so that no step
 // is lost between two and none that succeeded runs again. A step that
 // fails its last attempt stops the chain in the dead letters; retried
 // ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]), it
@@ -51,7 +48,7 @@ func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
 // returns this chain's id.
 //
 // A chain has 1 to 1000 steps; no steps, a step of an invalid type, a
-// first step made by Pipe, arguments that do not encode or an invalid
+// first step made by Task.Pipe, arguments that do not encode or an invalid
 // option fail the call with [ErrInvalidArgument], adding nothing. The
 // arguments of every step travel with each step, in one queue item:
 // together they must fit the queue's MaxPayload, with the largest previous
@@ -97,7 +94,7 @@ func chainEnvelope(c *Client, steps []Step) (envelope, error) {
 		}
 		encoded[i] = encodedStep{Type: s.Type, Piped: s.pipe}
 		if !s.pipe {
-			data, err := c.codec.Marshal(s.Args)
+			data, err := marshal(c.codec, s.raw, s.Args)
 			if err != nil {
 				return envelope{}, fmt.Errorf("%w: chain step %d: arguments of %s: %w", ErrInvalidArgument, i+1, s.Type, err)
 			}

@@ -29,10 +29,10 @@ func BenchmarkDispatch(b *testing.B) {
 		add   func(*Mux) error
 	}{
 		{"bytes", passCodec{}, func(m *Mux) error {
-			return Handle(m, "add", func(context.Context, []byte) ([]byte, error) { return result, nil })
+			return Define[[]byte, []byte]("add").Handle(m, func(context.Context, []byte) ([]byte, error) { return result, nil })
 		}},
 		{"json", jsonCodec{}, func(m *Mux) error {
-			return Handle(m, "add", func(_ context.Context, a addArgs) (sum, error) { return sum{a.A + a.B, a.Label}, nil })
+			return Define[addArgs, sum]("add").Handle(m, func(_ context.Context, a addArgs) (sum, error) { return sum{a.A + a.B, a.Label}, nil })
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

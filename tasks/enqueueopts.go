@@ -17,10 +17,10 @@ const uniqueKeyMax = 256
 // envelope carries it.
 const queueUniqueMax = 128 + 1 + uniqueKeyMax
 
-// EnqueueOption sets how [Enqueue] or [Call] adds one task: [Delay],
-// [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply them to
-// a whole chain or fan-out, [EnqueueMany] its Delay and Attempts to
-// each of its tasks. A nil EnqueueOption is ignored; of two options
+// EnqueueOption sets how [Task.Enqueue] or [Task.Call] adds one task:
+// [Delay], [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply
+// them to a whole chain or fan-out, [Task.EnqueueMany] its Delay and
+// Attempts to each of its tasks. A nil EnqueueOption is ignored; of two options
 // setting the same thing, the later wins. (Client and Mux options are
 // [Option]s.)
 type EnqueueOption interface{ applyEnqueue(*enqueueOptions) }
@@ -53,10 +53,11 @@ func Attempts(n int) EnqueueOption {
 
 // Unique makes the enqueue add nothing while a task of the same type
 // enqueued with the same key is pending, delayed or running, for at most
-// ttl: [Enqueue] returns that task's id, and [Call] waits for its result.
-// The key is freed when that task succeeds, dies or is purged, or when
-// ttl has passed ([queue.EnqueueOptions.Unique]). Keys are per task type
-// and per queue; key is 1 to 256 bytes, ttl above 0 and at most a year.
+// ttl: [Task.Enqueue] returns that task's id, and [Task.Call] waits for
+// its result. The key is freed when that task succeeds, dies or is
+// purged, or when ttl has passed ([queue.EnqueueOptions.Unique]). Keys are
+// per task type and per queue; key is 1 to 256 bytes, ttl above 0 and at
+// most a year.
 func Unique(key string, ttl time.Duration) EnqueueOption {
 	return enqueueOptionFunc(func(o *enqueueOptions) {
 		o.Unique, o.UniqueFor, o.uniqueSet = key, ttl, true

@@ -29,7 +29,7 @@ const fanOutChildrenMax = qstore.JoinChildrenMax
 //
 // A child that dies fails the fan-out: the final step does not run, and
 // WaitFanOut returns an error wrapping [queue.ErrDead] with the child's
-// cause, as [Call] of that child would. Retried
+// cause, as [Task.Call] of that child would. Retried
 // ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]), the
 // child lets the fan-out run on.
 //
@@ -47,7 +47,7 @@ const fanOutChildrenMax = qstore.JoinChildrenMax
 // child holds its key until ttl passes, as its final step still waits.
 //
 // A fan-out has 1 to 1000 children; no children, a step of an invalid
-// type, a Pipe (use ChildResults), arguments that do not encode or an
+// type, a [Task.Pipe] (use ChildResults), arguments that do not encode or an
 // invalid option fail the call with [ErrInvalidArgument], adding
 // nothing; a task above the queue's MaxPayload, or all of them above 16
 // MiB, with an error wrapping [queue.ErrPayloadTooLarge].
@@ -97,7 +97,7 @@ func fanOutTask(c *Client, s Step, what string) ([]byte, error) {
 	if s.pipe {
 		return nil, fmt.Errorf("%w: fan-out's %s (%s) is piped; its handler reads the children's results with ChildResults", ErrInvalidArgument, what, s.Type)
 	}
-	data, err := c.codec.Marshal(s.Args)
+	data, err := marshal(c.codec, s.raw, s.Args)
 	if err != nil {
 		return nil, fmt.Errorf("%w: fan-out's %s: arguments of %s: %w", ErrInvalidArgument, what, s.Type, err)
 	}

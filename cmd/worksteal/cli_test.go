@@ -327,11 +327,11 @@ func plainFlows(t *testing.T, f *fleet) (chain, fan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []tasks.Step{{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}}
+	steps := []tasks.Step{sendTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "b"})}
 	if chain, err = tasks.EnqueueChain(ctx, client, steps); err != nil {
 		t.Fatal(err)
 	}
-	if fan, err = tasks.EnqueueFanOut(ctx, client, steps, tasks.Step{Type: "send", Args: mailArgs{}}); err != nil {
+	if fan, err = tasks.EnqueueFanOut(ctx, client, steps, sendTask.Step(mailArgs{})); err != nil {
 		t.Fatal(err)
 	}
 	return chain, fan
@@ -443,13 +443,13 @@ func TestFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{
-		{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}, {Type: "send", Args: mailArgs{To: "c"}}})
+		sendTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "b"}), sendTask.Step(mailArgs{To: "c"})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{
-		{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}, {Type: "send", Args: mailArgs{To: "c"}}},
-		tasks.Step{Type: "send", Args: mailArgs{To: "all"}})
+		sendTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "b"}), sendTask.Step(mailArgs{To: "c"})},
+		sendTask.Step(mailArgs{To: "all"}))
 	if err != nil {
 		t.Fatal(err)
 	}
