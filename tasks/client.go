@@ -7,6 +7,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -39,7 +40,7 @@ func (c *Client) encode(typ string, args any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: arguments of %s: %w", ErrInvalidArgument, typ, err)
 	}
-	return envelope{Type: typ, Codec: c.codec.Name(), Args: data}.encode(), nil
+	return taskenv.Envelope{Type: typ, Codec: c.codec.Name(), Args: data}.Encode(), nil
 }
 
 // Enqueue adds a task of type typ with args to the client's queue and
@@ -119,7 +120,7 @@ func EnqueueMany[A any](ctx context.Context, c *Client, typ string, args []A, op
 		if err != nil {
 			return nil, fmt.Errorf("%w: enqueue many %s: arguments of task %d of %d: %w", ErrInvalidArgument, typ, i+1, len(args), err)
 		}
-		payloads[i] = envelope{Type: typ, Codec: c.codec.Name(), Args: data}.encode()
+		payloads[i] = taskenv.Envelope{Type: typ, Codec: c.codec.Name(), Args: data}.Encode()
 	}
 	ids, err = c.st.EnqueueBatchWith(ctx, payloads, storeOptions(o.EnqueueOptions))
 	if errors.Is(err, queue.ErrInvalidArgument) {
