@@ -1,6 +1,10 @@
 package recruiter
 
-import "time"
+import (
+	"time"
+
+	"github.com/worksteal/worksteal/internal/schedule"
+)
 
 // What this package's tests need of its internals.
 
@@ -41,9 +45,9 @@ func WithTickDenseGap(cfg Config, gap time.Duration) Config {
 }
 
 var ParseSchedule = func(expr string) (next func(time.Time) time.Time, err error) {
-	s, err := parseSchedule(expr)
+	s, err := schedule.Parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	return s.next, nil
+	return s.Next, nil
 }
