@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/schedule"
 	"github.com/worksteal/worksteal/internal/seams"
 )
 
@@ -37,9 +38,6 @@ const (
 // everyMax bounds JobConfig.Every: stolen work is for chores that recur
 // while a fleet serves traffic; a week is already a cron job's territory.
 const everyMax = 7 * 24 * time.Hour
-
-// pauseMax bounds [Recruiter.Pause]: a longer pause is a job to remove.
-const pauseMax = 30 * 24 * time.Hour
 
 // Errors returned by [New] and [Recruiter.Register]; they wrap a message
 // naming the field.
@@ -252,7 +250,7 @@ func (c JobConfig) validate(job string) error {
 		case c.Budget < budgetMin || c.Budget > budgetMax:
 			return fmt.Errorf("%w %q: Budget %v is not in [%v, %v]", ErrInvalidJob, job, c.Budget, budgetMin, budgetMax)
 		}
-		if _, err := parseSchedule(c.Schedule); err != nil {
+		if _, err := schedule.Parse(c.Schedule); err != nil {
 			return fmt.Errorf("%w %q: Schedule %q: %v", ErrInvalidJob, job, c.Schedule, err)
 		}
 		return nil

@@ -3,6 +3,7 @@ package recruiter
 import (
 	"time"
 
+	"github.com/worksteal/worksteal/internal/schedule"
 	"github.com/worksteal/worksteal/internal/seams"
 )
 
@@ -45,9 +46,9 @@ func WithTickDenseGap(cfg Config, gap time.Duration) Config {
 }
 
 var ParseSchedule = func(expr string) (next func(time.Time) time.Time, err error) {
-	s, err := parseSchedule(expr)
+	s, err := schedule.Parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	return s.next, nil
+	return s.Next, nil
 }

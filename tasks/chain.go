@@ -7,14 +7,12 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
-// Bounds of a chain: the storage's (qstore.ChainStep).
-const (
-	chainIDMax    = qstore.ChainIDMax
-	chainStepsMax = qstore.ChainStepsMax
-)
+// chainStepsMax bounds a chain: the storage's (qstore.ChainStep).
+const chainStepsMax = qstore.ChainStepsMax
 
 // Step is one task of a chain ([EnqueueChain]) or of a fan-out
 // ([EnqueueFanOut]), made by [Task.Step], whose arguments the client's
@@ -65,7 +63,7 @@ func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueO
 	env.Chain.Unique = o.Unique
 	so := storeOptions(o)
 	so.Chain = qstore.ChainStep{Step: 1, Steps: len(steps)}
-	id, _, err := c.st.EnqueueWith(ctx, env.encode(), so)
+	id, _, err := c.st.EnqueueWith(ctx, env.Encode(), so)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return "", fmt.Errorf("%w: enqueue chain: %w", ErrInvalidArgument, err)
 	}
@@ -76,39 +74,39 @@ func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueO
 }
 
 // chainEnvelope is the envelope of a chain's first step.
-func chainEnvelope(c *Client, steps []Step) (envelope, error) {
+func chainEnvelope(c *Client, steps []Step) (taskenv.Envelope, error) {
 	switch {
 	case c == nil:
-		return envelope{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+		return taskenv.Envelope{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	case len(steps) == 0:
-		return envelope{}, fmt.Errorf("%w: a chain of zero steps", ErrInvalidArgument)
+		return taskenv.Envelope{}, fmt.Errorf("%w: a chain of zero steps", ErrInvalidArgument)
 	case len(steps) > chainStepsMax:
-		return envelope{}, fmt.Errorf("%w: a chain of %d steps, above %d", ErrInvalidArgument, len(steps), chainStepsMax)
+		return taskenv.Envelope{}, fmt.Errorf("%w: a chain of %d steps, above %d", ErrInvalidArgument, len(steps), chainStepsMax)
 	case steps[0].pipe:
-		return envelope{}, fmt.Errorf("%w: chain step 1 (%s) is piped, and has no previous result", ErrInvalidArgument, steps[0].Type)
+		return taskenv.Envelope{}, fmt.Errorf("%w: chain step 1 (%s) is piped, and has no previous result", ErrInvalidArgument, steps[0].Type)
 	}
-	encoded := make([]encodedStep, len(steps))
+	encoded := make([]taskenv.Step, len(steps))
 	for i, s := range steps {
 		if err := names.Check(s.Type); err != nil {
-			return envelope{}, fmt.Errorf("%w: chain step %d: task type: %v", ErrInvalidArgument, i+1, err)
+			return taskenv.Envelope{}, fmt.Errorf("%w: chain step %d: task type: %v", ErrInvalidArgument, i+1, err)
 		}
-		encoded[i] = encodedStep{Type: s.Type, Piped: s.pipe}
+		encoded[i] = taskenv.Step{Type: s.Type, Piped: s.pipe}
 		if !s.pipe {
 			data, err := marshal(c.codec, s.raw, s.Args)
 			if err != nil {
-				return envelope{}, fmt.Errorf("%w: chain step %d: arguments of %s: %w", ErrInvalidArgument, i+1, s.Type, err)
+				return taskenv.Envelope{}, fmt.Errorf("%w: chain step %d: arguments of %s: %w", ErrInvalidArgument, i+1, s.Type, err)
 			}
 			encoded[i].Args = data
 		}
 	}
-	return envelope{Type: encoded[0].Type, Codec: c.codec.Name(), Args: encoded[0].Args,
-		Chain: &chainPart{Step: 1, Steps: len(steps), Rest: encoded[1:]}}, nil
+	return taskenv.Envelope{Type: encoded[0].Type, Codec: c.codec.Name(), Args: encoded[0].Args,
+		Chain: &taskenv.Chain{Step: 1, Steps: len(steps), Rest: encoded[1:]}}, nil
 }
 
-// next is the envelope and the queue's follow-up of the step after the
-// one env is, whose item is id and whose handler returned result; nil
+// nextStep is the envelope and the queue's follow-up of the step after
+// the one env is, whose item is id and whose handler returned result; nil
 // after the last step.
-func (env envelope) next(id string, result []byte) *qstore.FollowUp {
+func nextStep(env taskenv.Envelope, id string, result []byte) *qstore.FollowUp {
 	c := env.Chain
 	if c == nil || len(c.Rest) == 0 {
 		return nil
@@ -122,10 +120,10 @@ func (env envelope) next(id string, result []byte) *qstore.FollowUp {
 	if s.Piped {
 		args = result
 	}
-	next := envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &chainPart{
+	next := taskenv.Envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &taskenv.Chain{
 		ID: chain, Unique: c.Unique, Step: c.Step + 1, Steps: c.Steps, Piped: s.Piped, Prev: result, Rest: c.Rest[1:],
 	}}
-	return &qstore.FollowUp{Payload: next.encode(), Chain: qstore.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
+	return &qstore.FollowUp{Payload: next.Encode(), Chain: qstore.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
 }
 
 // ChainStatus reads the progress of the chain id in one script call: its

@@ -7,6 +7,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -39,7 +40,7 @@ func (t Task[A, R]) encode(c *Client, args A) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: arguments of %s: %w", ErrInvalidArgument, t.typ, err)
 	}
-	return envelope{Type: t.typ, Codec: c.codec.Name(), Args: data}.encode(), nil
+	return taskenv.Envelope{Type: t.typ, Codec: c.codec.Name(), Args: data}.Encode(), nil
 }
 
 // Enqueue adds the task with args to c's queue and returns its id (the
@@ -117,7 +118,7 @@ func (t Task[A, R]) EnqueueMany(ctx context.Context, c *Client, args []A, opts .
 		if err != nil {
 			return nil, fmt.Errorf("%w: enqueue many %s: arguments of task %d of %d: %w", ErrInvalidArgument, t.typ, i+1, len(args), err)
 		}
-		payloads[i] = envelope{Type: t.typ, Codec: c.codec.Name(), Args: data}.encode()
+		payloads[i] = taskenv.Envelope{Type: t.typ, Codec: c.codec.Name(), Args: data}.Encode()
 	}
 	ids, err = c.st.EnqueueBatchWith(ctx, payloads, storeOptions(o.EnqueueOptions))
 	if errors.Is(err, queue.ErrInvalidArgument) {

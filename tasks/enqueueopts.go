@@ -5,17 +5,9 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
-
-// uniqueKeyMax bounds a task's unique key, in bytes. The queue's key is
-// the task type, ':' and this key: at most 128+1+256 bytes, within the
-// queue's bound.
-const uniqueKeyMax = 256
-
-// queueUniqueMax bounds the queue's key, type ':' key, as a chain's
-// envelope carries it.
-const queueUniqueMax = 128 + 1 + uniqueKeyMax
 
 // EnqueueOption sets how [Task.Enqueue] or [Task.Call] adds one task:
 // [Delay], [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply
@@ -85,8 +77,8 @@ func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error
 		switch {
 		case o.Unique == "":
 			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: empty unique key", ErrInvalidArgument, typ)
-		case len(o.Unique) > uniqueKeyMax:
-			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: unique key of %d bytes is above %d", ErrInvalidArgument, typ, len(o.Unique), uniqueKeyMax)
+		case len(o.Unique) > taskenv.UniqueKeyMax:
+			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: unique key of %d bytes is above %d", ErrInvalidArgument, typ, len(o.Unique), taskenv.UniqueKeyMax)
 		}
 		o.Unique = uniqueKey(typ, o.Unique)
 	}

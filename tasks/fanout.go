@@ -11,6 +11,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -101,7 +102,7 @@ func fanOutTask(c *Client, s Step, what string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: fan-out's %s: arguments of %s: %w", ErrInvalidArgument, what, s.Type, err)
 	}
-	return envelope{Type: s.Type, Codec: c.codec.Name(), Args: data}.encode(), nil
+	return taskenv.Envelope{Type: s.Type, Codec: c.codec.Name(), Args: data}.Encode(), nil
 }
 
 // fanOutEncoding writes fan-out ids as newID's are: 26 bytes of base32.

@@ -10,6 +10,7 @@ import (
 	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -17,10 +18,10 @@ import (
 
 // Errors of this package. Those about an argument wrap a message naming it.
 var (
-	ErrInvalidArgument = errors.New("tasks: invalid argument")
-	ErrDuplicateType   = errors.New("tasks: duplicate task type")
-	ErrUnknownType     = errors.New("tasks: unknown task type")
-	ErrDecode          = errors.New("tasks: cannot decode")
+	ErrInvalidArgument       = errors.New("tasks: invalid argument")
+	ErrDuplicateType         = errors.New("tasks: duplicate task type")
+	ErrUnknownType           = errors.New("tasks: unknown task type")
+	ErrDecode          error = taskenv.ErrDecode // the envelope's decoding (internal/taskenv) wraps it too
 )
 
 // handlerFunc is a typed handler behind its codec: a task of type typ,
@@ -152,7 +153,7 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 // run is the Drain handler: one queue item, one task; a chain's step
 // returns the next step, which its ack enqueues.
 func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []byte, _ *qstore.FollowUp, err error) {
-	env, err := decodeEnvelope(it.Payload)
+	env, err := taskenv.Decode(it.Payload)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,5 +187,5 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 	if err != nil {
 		return nil, nil, err
 	}
-	return result, env.next(it.ID, result), nil
+	return result, nextStep(env, it.ID, result), nil
 }
