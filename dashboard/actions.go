@@ -192,9 +192,9 @@ func (a *actions) do(ctx context.Context, act action) (n int, err error) {
 	case "purge":
 		return a.in.PurgeDead(ctx, act.queue, act.ids...)
 	case "retry-all":
-		return a.in.RetryAllDead(ctx, act.queue)
+		return a.in.RetryAllDead(ctx, act.queue, 0)
 	case "purge-all":
-		return a.in.PurgeAllDead(ctx, act.queue)
+		return a.in.PurgeAllDead(ctx, act.queue, 0)
 	case "run":
 		return a.in.RunDelayed(ctx, act.queue, act.ids...)
 	case "cancel":

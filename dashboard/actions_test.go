@@ -439,11 +439,13 @@ func TestActionsFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	type args struct{ N int }
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: args{1}}, {Type: "send", Args: args{2}}, {Type: "log", Args: args{3}}})
+	render, send, logs := tasks.Define[args, any]("render"), tasks.Define[args, any]("send"), tasks.Define[args, any]("log")
+	part, join := tasks.Define[args, any]("part"), tasks.Define[args, any]("join")
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{render.Step(args{1}), send.Step(args{2}), logs.Step(args{3})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: args{1}}, {Type: "part", Args: args{2}}}, tasks.Step{Type: "join", Args: args{0}})
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{part.Step(args{1}), part.Step(args{2})}, join.Step(args{0}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,12 +512,14 @@ func TestActionsCanceledFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	type args struct{ N int }
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: args{1}}, {Type: "send", Args: args{2}}, {Type: "log", Args: args{3}}})
+	render, send, logs := tasks.Define[args, any]("render"), tasks.Define[args, any]("send"), tasks.Define[args, any]("log")
+	part, join := tasks.Define[args, any]("part"), tasks.Define[args, any]("join")
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{render.Step(args{1}), send.Step(args{2}), logs.Step(args{3})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: args{1}}, {Type: "part", Args: args{2}}, {Type: "part", Args: args{3}}},
-		tasks.Step{Type: "join", Args: args{0}})
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{part.Step(args{1}), part.Step(args{2}), part.Step(args{3})},
+		join.Step(args{0}))
 	if err != nil {
 		t.Fatal(err)
 	}

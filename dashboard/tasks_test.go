@@ -113,7 +113,7 @@ func TestDashboardTasksEmpty(t *testing.T) {
 		t.Errorf("a page of a Mux without types lacks the empty table's note")
 	}
 	mux := tasks.NewMux()
-	if err := tasks.Handle(mux, "resize", func(context.Context, int) (int, error) { return 0, nil }); err != nil {
+	if err := tasks.Define[int, int]("resize").Handle(mux, func(context.Context, int) (int, error) { return 0, nil }); err != nil {
 		t.Fatal(err)
 	}
 	d = manual(t, &fakeSource{}, dashboard.WithTasks(mux))

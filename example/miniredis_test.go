@@ -9,6 +9,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"
 )
@@ -147,10 +149,10 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	wantCounts(q, queue.Depth{Leased: 1, Delayed: 1})
 	advance(1500 * time.Millisecond) // past the lease and the backoff, at most BackoffMax
 	wantCounts(q, queue.Depth{Leased: 1, Expired: 1, Delayed: 1, Due: 1})
-	if n, err := q.Promote(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(q).Promote(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Promote = %d, %v; want 1", n, err)
 	}
-	if n, err := q.Tidy(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(q).Tidy(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Tidy = %d, %v; want 1", n, err)
 	}
 	if err := q.Ack(ctx, items[2], nil); !errors.Is(err, queue.ErrLeaseLost) {
@@ -179,11 +181,11 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if r := receive(waitedDead); !errors.Is(r.err, queue.ErrDead) {
 		t.Fatalf("Wait on a dead item = %q, %v; want ErrDead", r.result, r.err)
 	}
-	dead, err := q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, q, 10)
 	if err != nil || len(dead) != 1 || dead[0].ID != ids[1] || dead[0].Cause != "boom again" || dead[0].Attempts != 2 {
 		t.Fatalf("Dead = %+v, %v", dead, err)
 	}
-	if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(q).RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v", n, err)
 	}
 	wantCounts(q, queue.Depth{Pending: 2})
@@ -192,7 +194,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if err := once.Nack(ctx, mustClaim(once, 1, 1)[0], nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := once.PurgeDead(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(once).PurgeDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("PurgeDead = %d, %v", n, err)
 	}
 	if _, err := once.Value(ctx, doomed); !errors.Is(err, queue.ErrNotFound) {
@@ -209,7 +211,7 @@ func TestQueueScriptsRunOnMiniredis(t *testing.T) {
 	if _, err := q.Result(ctx, ids[0]); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Result past the retention: %v, want ErrNotFound", err)
 	}
-	if _, err := q.Tidy(ctx, 10); err != nil {
+	if _, err := qstore.Of(q).Tidy(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := rdb.LLen(ctx, tagOf(q)+":expiring").Result(); n != 0 || err != nil {
@@ -240,14 +242,15 @@ func TestLimitsAndPrioritiesRunOnMiniredis(t *testing.T) {
 	if err := q.SetPriorities(ctx, map[string]int{"high": 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetLimit(ctx, "slow", tasks.Limit{Running: 1}); err != nil {
+	slow, fast := tasks.Define[int, struct{}]("slow"), tasks.Define[int, struct{}]("fast")
+	if err := slow.SetLimit(ctx, c, tasks.Limit{Running: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := tasks.Enqueue(ctx, c, "slow", 1); err != nil {
+		if _, err := slow.Enqueue(ctx, c, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tasks.Enqueue(ctx, c, "fast", 1, tasks.Priority("high")); err != nil {
+		if _, err := fast.Enqueue(ctx, c, 1, tasks.Priority("high")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,9 @@
 // Package inspect is the operators' API of a worksteal fleet, as asynq's
 // Inspector is: it lists what Redis holds under a key prefix and acts on
-// it, with nothing but a Redis client and the prefix. The worksteal CLI
-// (cmd/worksteal) runs on it, and the dashboard's actions are meant to.
+// it, with nothing but a Redis client and the prefix. It is the one
+// admin API: the worksteal CLI (cmd/worksteal) and the dashboard's
+// actions run on it, and package queue keeps only what producers and
+// workers call.
 //
 //	in, err := inspect.New(rdb, inspect.Config{Prefix: "worksteal"})
 //	queues, err := in.Queues(ctx)               // each with its depth by state
@@ -31,11 +33,20 @@
 //
 // # Acting
 //
-// Dead letters are retried or purged one, several (by id) or all at a
-// time; a job is paused or resumed for the whole fleet, as
-// recruiter.Recruiter's Pause and Resume do, without a recruiter. Queue
-// and job names are checked against the registry, so that a typo fails
-// with [ErrUnknownQueue] or [ErrUnknownJob] instead of acting on nothing.
+// Dead letters are retried or purged one, several (by id), the oldest up
+// to a count, or all at a time; delayed items run now, by id; a task,
+// chain or fan-out is canceled; a job is paused or resumed for the whole
+// fleet, as recruiter.Recruiter's Pause and Resume do, without a
+// recruiter. Queue and job names are checked against the registry (a
+// queue it does not list yet is acted on if it holds anything), so that
+// a typo fails with [ErrUnknownQueue] or [ErrUnknownJob] instead of
+// acting on nothing.
+//
+// A queue's maintenance (due items made pending, expired leases handed
+// back) is no operator's act: every claim does it, and for a queue that
+// no one claims from, the jobs
+// [github.com/worksteal/worksteal/jobs.PromoteDue] and
+// [github.com/worksteal/worksteal/jobs.TidyStale].
 //
 // # Permissions
 //

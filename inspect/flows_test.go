@@ -23,7 +23,7 @@ func TestChainAndFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: mailArgs{To: "bob"}}, {Type: "send", Args: mailArgs{To: "bob"}}})
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{renderTask.Step(mailArgs{To: "bob"}), sendTask.Step(mailArgs{To: "bob"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,8 @@ func TestChainAndFanOut(t *testing.T) {
 		t.Fatalf("Chain after its step died = %+v, %v; want failed, template missing", c, err)
 	}
 
-	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{{Type: "part", Args: mailArgs{To: "a"}}, {Type: "part", Args: mailArgs{To: "b"}}},
-		tasks.Step{Type: "join", Args: mailArgs{}})
+	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{partTask.Step(mailArgs{To: "a"}), partTask.Step(mailArgs{To: "b"})},
+		joinTask.Step(mailArgs{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,13 @@ func TestCanceledFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{
-		{Type: "render", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "a"}}, {Type: "log", Args: mailArgs{To: "a"}}})
+		renderTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "a"}), logTask.Step(mailArgs{To: "a"})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{
-		{Type: "part", Args: mailArgs{To: "a"}}, {Type: "part", Args: mailArgs{To: "b"}}, {Type: "part", Args: mailArgs{To: "c"}}},
-		tasks.Step{Type: "join", Args: mailArgs{}})
+		partTask.Step(mailArgs{To: "a"}), partTask.Step(mailArgs{To: "b"}), partTask.Step(mailArgs{To: "c"})},
+		joinTask.Step(mailArgs{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/joblock"
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/registry"
+	"github.com/worksteal/worksteal/internal/schedule"
 	"github.com/worksteal/worksteal/queue"
-	_ "github.com/worksteal/worksteal/recruiter" // fills in the lock's layout (internal/registry)
-	_ "github.com/worksteal/worksteal/tasks"     // decodes task envelopes (internal/taskenv)
 )
 
 // Errors of this package. Those about an argument wrap a message naming
@@ -209,7 +209,7 @@ func (in *Inspector) registeredJob(ctx context.Context, name string) (registry.J
 }
 
 func (in *Inspector) job(ctx context.Context, j registry.Job) (Job, error) {
-	l, err := registry.ReadLock(ctx, in.rdb, in.cfg.Prefix, j.Name)
+	l, err := joblock.Read(ctx, in.rdb, joblock.Key(in.cfg.Prefix, j.Name))
 	if err != nil {
 		return Job{}, fmt.Errorf("inspect: job %s: lock: %w", j.Name, err)
 	}
@@ -219,8 +219,8 @@ func (in *Inspector) job(ctx context.Context, j registry.Job) (Job, error) {
 			Paused: !l.PausedUntil.IsZero(), PausedUntil: l.PausedUntil, LastTick: l.Tick, Fleet: l.Fleet,
 			Legacy: l.Legacy, Now: l.Now}}
 	if j.Schedule != "" {
-		if next, err := registry.NextTick(j.Schedule, l.Now); err == nil {
-			job.NextTick = next
+		if s, err := schedule.Parse(j.Schedule); err == nil {
+			job.NextTick = s.Next(l.Now)
 		}
 	}
 	return job, nil
@@ -232,8 +232,8 @@ func (in *Inspector) job(ctx context.Context, j registry.Job) (Job, error) {
 // ends as it would. Processes learn of it on their next visit to the
 // job's lock.
 func (in *Inspector) Pause(ctx context.Context, job string, d time.Duration) error {
-	if d <= 0 || d > registry.PauseMax {
-		return fmt.Errorf("%w: pause %q for %v: the duration must be positive and at most %v", ErrInvalidArgument, job, d, registry.PauseMax)
+	if d <= 0 || d > joblock.PauseMax {
+		return fmt.Errorf("%w: pause %q for %v: the duration must be positive and at most %v", ErrInvalidArgument, job, d, joblock.PauseMax)
 	}
 	return in.setPause(ctx, job, d)
 }
@@ -248,7 +248,7 @@ func (in *Inspector) setPause(ctx context.Context, job string, d time.Duration) 
 	if _, err := in.registeredJob(ctx, job); err != nil {
 		return err
 	}
-	if err := registry.PauseJob(ctx, in.rdb, in.cfg.Prefix, job, d); err != nil {
+	if err := joblock.Pause(ctx, in.rdb, joblock.Key(in.cfg.Prefix, job), d); err != nil {
 		return fmt.Errorf("inspect: pause or resume %s: %w", job, err)
 	}
 	return nil

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/inspect"
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/registry"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -19,6 +19,16 @@ import (
 )
 
 type mailArgs struct{ To string }
+
+// The tests' task types.
+var (
+	sendTask   = tasks.Define[mailArgs, string]("send")
+	digestTask = tasks.Define[mailArgs, string]("digest")
+	renderTask = tasks.Define[mailArgs, string]("render")
+	logTask    = tasks.Define[mailArgs, string]("log")
+	partTask   = tasks.Define[mailArgs, string]("part")
+	joinTask   = tasks.Define[mailArgs, string]("join")
+)
 
 // queue.New, a Mux's Job and Register write nothing; the recruiter's
 // timer writes the registry once a slice reached Redis, and the Inspector
@@ -32,14 +42,15 @@ func TestRegistryWrittenByRecruiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := tasks.NewMux()
-	if err := tasks.Handle(mux, "send", func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
+	if err := sendTask.Handle(mux, func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
 		t.Fatal(err)
 	}
 	job, err := mux.Job(q, jobs.DrainConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hooks.RecruiterConfig(recruiter.Config{Prefix: b.prefix, Inline: true}, func() float64 { return 0 }, nil).(recruiter.Config)
+	cfg := recruiter.Config{Prefix: b.prefix, Inline: true}
+	seams.SetRoll(&cfg, func() float64 { return 0 }, nil)
 	rec, err := recruiter.New(b.rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +64,7 @@ func TestRegistryWrittenByRecruiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A handler added after the job was made is listed too.
-	if err := tasks.Handle(mux, "digest", func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
+	if err := digestTask.Handle(mux, func(context.Context, mailArgs) (string, error) { return "ok", nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := b.rdb.Exists(ctx, registryKeys(b.prefix)...).Result(); n != 0 || err != nil {
@@ -192,11 +203,11 @@ func TestItemsReadTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := tasks.Enqueue(ctx, client, "send", mailArgs{To: "ann@example.com"})
+	id, err := sendTask.Enqueue(ctx, client, mailArgs{To: "ann@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{{Type: "render", Args: mailArgs{To: "bob"}}, {Type: "send", Args: mailArgs{To: "bob"}}})
+	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{renderTask.Step(mailArgs{To: "bob"}), sendTask.Step(mailArgs{To: "bob"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,8 +270,11 @@ func TestDeadByID(t *testing.T) {
 	if _, err := q.Value(ctx, ids[1]); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("a purged letter's value: %v; want ErrNotFound", err)
 	}
-	if n, err := b.in.RetryAllDead(ctx, "work"); n != 3 || err != nil {
-		t.Fatalf("RetryAllDead = %d, %v; want 3", n, err)
+	if n, err := b.in.RetryAllDead(ctx, "work", 2); n != 2 || err != nil {
+		t.Fatalf("RetryAllDead max 2 = %d, %v; want 2", n, err)
+	}
+	if n, err := b.in.RetryAllDead(ctx, "work", 0); n != 1 || err != nil {
+		t.Fatalf("RetryAllDead = %d, %v; want the 1 left", n, err)
 	}
 	if items, err = q.Claim(ctx, 10); err != nil || len(items) != 5 {
 		t.Fatalf("Claim = %d, %v; want the 5 retried", len(items), err)
@@ -270,8 +284,11 @@ func TestDeadByID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := b.in.PurgeAllDead(ctx, "work"); n != 5 || err != nil {
-		t.Fatalf("PurgeAllDead = %d, %v; want 5", n, err)
+	if n, err := b.in.PurgeAllDead(ctx, "work", 1); n != 1 || err != nil {
+		t.Fatalf("PurgeAllDead max 1 = %d, %v; want 1", n, err)
+	}
+	if n, err := b.in.PurgeAllDead(ctx, "work", 0); n != 4 || err != nil {
+		t.Fatalf("PurgeAllDead = %d, %v; want the 4 left", n, err)
 	}
 	if d, err := q.Depth(ctx); err != nil || d.Dead != 0 || d.Pending != 0 {
 		t.Fatalf("Depth = %+v, %v; want empty", d, err)
@@ -281,6 +298,9 @@ func TestDeadByID(t *testing.T) {
 	}
 	if _, err := b.in.PurgeDead(ctx, "work", ""); !errors.Is(err, inspect.ErrInvalidArgument) {
 		t.Errorf("PurgeDead of an empty id = %v; want ErrInvalidArgument", err)
+	}
+	if _, err := b.in.RetryAllDead(ctx, "work", -1); !errors.Is(err, inspect.ErrInvalidArgument) {
+		t.Errorf("RetryAllDead max -1 = %v; want ErrInvalidArgument", err)
 	}
 }
 
@@ -298,7 +318,8 @@ func TestPauseResume(t *testing.T) {
 	if left := j.Lock.PausedUntil.Sub(j.Lock.Now); err != nil || !j.Lock.Paused || left < 9*time.Minute || left > 10*time.Minute {
 		t.Fatalf("Job = %+v, %v; want paused for 10m", j, err)
 	}
-	cfg := hooks.RecruiterConfig(recruiter.Config{Prefix: b.prefix, Inline: true}, func() float64 { return 0 }, nil).(recruiter.Config)
+	cfg := recruiter.Config{Prefix: b.prefix, Inline: true}
+	seams.SetRoll(&cfg, func() float64 { return 0 }, nil)
 	rec, err := recruiter.New(b.rdb, cfg)
 	if err != nil {
 		t.Fatal(err)

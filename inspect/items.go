@@ -161,10 +161,9 @@ func (in *Inspector) item(queue string, it qstore.ItemInfo) Item {
 }
 
 // RetryDead moves the given dead letters of queue (1 to 1000 ids) back to
-// pending, each with a fresh count of attempts and in its priority's
-// lane, in one script call, as [queue.Queue.RequeueDead] moves the
-// oldest; an id that is not a dead letter is skipped. It returns how many
-// it moved.
+// pending, each with a fresh count of attempts (an item keeps its own
+// attempt limit) and in its priority's lane, in one script call; an id
+// that is not a dead letter is skipped. It returns how many it moved.
 func (in *Inspector) RetryDead(ctx context.Context, queue string, ids ...string) (int, error) {
 	st, err := in.queue(ctx, queue)
 	if err != nil {
@@ -188,9 +187,11 @@ func (in *Inspector) PurgeDead(ctx context.Context, queue string, ids ...string)
 
 // RunDelayed makes the given delayed items of queue (1 to 1000 ids)
 // pending now, each in its priority's lane, as if they were due, in one
-// script call, as [queue.Queue.Promote] moves those that are due: the
-// next claims take them, by their priorities' weights. An id that is not
-// delayed is skipped. It returns how many it moved.
+// script call: the next claims take them, by their priorities' weights.
+// An id that is not delayed is skipped. It returns how many it moved.
+// (Items that are due move with the queue's next claim, or with
+// [github.com/worksteal/worksteal/jobs.PromoteDue] for a queue no one
+// claims from.)
 func (in *Inspector) RunDelayed(ctx context.Context, queue string, ids ...string) (int, error) {
 	st, err := in.queue(ctx, queue)
 	if err != nil {
@@ -200,22 +201,27 @@ func (in *Inspector) RunDelayed(ctx context.Context, queue string, ids ...string
 	return n, in.wrap(err)
 }
 
-// RetryAllDead moves every dead letter of queue back to pending, the
-// oldest first, in script calls of up to 1000; it stops once it has moved
-// as many as there were when it began, so that items that die again
-// meanwhile are not retried in a loop. It returns how many it moved.
-func (in *Inspector) RetryAllDead(ctx context.Context, queue string) (int, error) {
-	return in.allDead(ctx, queue, (*qstore.Store).RequeueDead)
+// RetryAllDead moves the dead letters of queue back to pending, the
+// oldest first, as [Inspector.RetryDead] moves given ones, in script calls
+// of up to 1000: at most max of them, or with max 0 as many as there were
+// when it began, so that items that die again meanwhile are not retried
+// in a loop. It returns how many it moved.
+func (in *Inspector) RetryAllDead(ctx context.Context, queue string, max int) (int, error) {
+	return in.allDead(ctx, "retry all dead", queue, max, (*qstore.Store).RequeueDead)
 }
 
-// PurgeAllDead deletes every dead letter of queue, in script calls of up
-// to 1000, as [Inspector.RetryAllDead] moves them. It returns how many it
-// deleted.
-func (in *Inspector) PurgeAllDead(ctx context.Context, queue string) (int, error) {
-	return in.allDead(ctx, queue, (*qstore.Store).PurgeDead)
+// PurgeAllDead deletes the dead letters of queue, the oldest first, as
+// [Inspector.PurgeDead] deletes given ones: at most max of them, or with
+// max 0 as many as there were when it began, in script calls of up to
+// 1000. It returns how many it deleted.
+func (in *Inspector) PurgeAllDead(ctx context.Context, queue string, max int) (int, error) {
+	return in.allDead(ctx, "purge all dead", queue, max, (*qstore.Store).PurgeDead)
 }
 
-func (in *Inspector) allDead(ctx context.Context, queue string, step func(*qstore.Store, context.Context, int) (int, error)) (int, error) {
+func (in *Inspector) allDead(ctx context.Context, op, queue string, max int, step func(*qstore.Store, context.Context, int) (int, error)) (int, error) {
+	if max < 0 {
+		return 0, fmt.Errorf("%w: %s: max %d is negative", ErrInvalidArgument, op, max)
+	}
 	st, err := in.queue(ctx, queue)
 	if err != nil {
 		return 0, err
@@ -224,9 +230,13 @@ func (in *Inspector) allDead(ctx context.Context, queue string, step func(*qstor
 	if err != nil {
 		return 0, in.wrap(err)
 	}
+	want := int(d.Dead)
+	if max > 0 {
+		want = min(want, max)
+	}
 	done := 0
-	for done < int(d.Dead) {
-		n, err := step(st, ctx, min(qstore.BatchMax, int(d.Dead)-done))
+	for done < want {
+		n, err := step(st, ctx, min(qstore.BatchMax, want-done))
 		done += n
 		if err != nil {
 			return done, in.wrap(err)

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/testing/testrig"
+	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
+	"github.com/worksteal/worksteal/recruiter"
 )
 
 // weights100to1 are the priorities of the tests below: a critical item
@@ -18,7 +20,7 @@ import (
 var weights100to1 = map[string]int{"critical": 100, "default": 1}
 
 // Every verb that makes an item pending puts it in its priority's lane,
-// whichever door it comes in by (the queue's own calls, or the
+// whichever door it comes in by (the maintenance jobs', or the
 // operators' that the CLI and the dashboard make): a critical item made
 // pending behind 200 default ones is claimed within the first 5 of 201.
 func TestMakePendingKeepsPriority(t *testing.T) {
@@ -37,31 +39,23 @@ func TestMakePendingKeepsPriority(t *testing.T) {
 			}},
 		{"inspect.RetryAllDead", queue.Config{}, dieCritical,
 			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (int, error) {
-				return b.in.RetryAllDead(ctx, q.Name())
+				return b.in.RetryAllDead(ctx, q.Name(), 0)
 			}},
-		{"queue.RequeueDead", queue.Config{}, dieCritical,
+		{"inspect.RetryAllDead max", queue.Config{}, dieCritical,
 			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (int, error) {
-				return q.RequeueDead(ctx, 10)
+				return b.in.RetryAllDead(ctx, q.Name(), 10)
 			}},
 		{"inspect.RunDelayed", queue.Config{}, delayCritical(time.Hour),
 			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (int, error) {
 				return b.in.RunDelayed(ctx, q.Name(), id)
 			}},
-		{"queue.Promote", queue.Config{}, delayCritical(time.Millisecond),
-			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (n int, err error) {
-				testrig.Eventually(t, 10*time.Second, "the delayed item due", func() bool {
-					n, err = q.Promote(ctx, 10)
-					return n != 0 || err != nil
-				})
-				return n, err
+		{"jobs.PromoteDue", queue.Config{}, delayCritical(time.Millisecond),
+			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (int, error) {
+				return runUntilItems(ctx, t, "the delayed item due", func() (recruiter.Job, error) { return jobs.PromoteDue(q, jobs.PromoteConfig{}) })
 			}},
-		{"queue.Tidy", queue.Config{Lease: time.Millisecond}, leaseCritical,
-			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (n int, err error) {
-				testrig.Eventually(t, 10*time.Second, "the lease expired", func() bool {
-					n, err = q.Tidy(ctx, 10)
-					return n != 0 || err != nil
-				})
-				return n, err
+		{"jobs.TidyStale", queue.Config{Lease: time.Millisecond}, leaseCritical,
+			func(ctx context.Context, t *testing.T, b *bundle, q *queue.Queue, id string) (int, error) {
+				return runUntilItems(ctx, t, "the lease expired", func() (recruiter.Job, error) { return jobs.TidyStale(q, jobs.TidyConfig{}) })
 			}},
 	}
 	for _, v := range verbs {
@@ -100,6 +94,23 @@ func TestMakePendingKeepsPriority(t *testing.T) {
 			t.Fatalf("after %s the critical item was not claimed", v.name)
 		})
 	}
+}
+
+// runUntilItems runs slices of the job that newJob makes until one
+// handles an item, and returns that slice's count.
+func runUntilItems(ctx context.Context, t *testing.T, what string, newJob func() (recruiter.Job, error)) (n int, err error) {
+	t.Helper()
+	job, err := newJob()
+	if err != nil {
+		return 0, err
+	}
+	testrig.Eventually(t, 10*time.Second, what, func() bool {
+		var rep recruiter.Report
+		rep, err = job.Run(ctx)
+		n = rep.Items
+		return n != 0 || err != nil
+	})
+	return n, err
 }
 
 // dieCritical makes a critical item a dead letter: its one attempt
@@ -175,10 +186,10 @@ func TestPurgeLeavesNoTrace(t *testing.T) {
 			return b.in.PurgeDead(ctx, q.Name(), ids...)
 		}},
 		{"inspect.PurgeAllDead", func(ctx context.Context, b *bundle, q *queue.Queue, ids []string) (int, error) {
-			return b.in.PurgeAllDead(ctx, q.Name())
+			return b.in.PurgeAllDead(ctx, q.Name(), 0)
 		}},
-		{"queue.PurgeDead", func(ctx context.Context, b *bundle, q *queue.Queue, ids []string) (int, error) {
-			return q.PurgeDead(ctx, 100)
+		{"inspect.PurgeAllDead max", func(ctx context.Context, b *bundle, q *queue.Queue, ids []string) (int, error) {
+			return b.in.PurgeAllDead(ctx, q.Name(), 100)
 		}},
 	}
 	for _, v := range verbs {
@@ -194,7 +205,7 @@ func TestPurgeLeavesNoTrace(t *testing.T) {
 			// keeps for good once used (the hashes' encoding pins, the
 			// lanes' credits, the claims' counter) is there before.
 			deadCritical(ctx, t, q, 1)
-			if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
+			if n, err := b.in.PurgeAllDead(ctx, q.Name(), 0); n != 1 || err != nil {
 				t.Fatalf("PurgeDead of the first = %d, %v", n, err)
 			}
 			before := queueKeys(ctx, t, b, q)

@@ -4,11 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/names"
-	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -35,52 +34,33 @@ type Batching struct {
 	RedisTimeout time.Duration
 }
 
-// Defaults of Batching's fields, per job.
+// Defaults of Batching's Batch, per job; Drain's is package drain's.
 const (
 	batchJobBatchDefault = 100
-	drainBatchDefault    = 100
 	evictBatchDefault    = 500
 	promoteBatchDefault  = 500
-	redisTimeoutDefault  = 250 * time.Millisecond
 	tidyBatchDefault     = 500
 )
-
-// redisTimeoutMax bounds every RedisTimeout: past it, a slice could hold
-// its web server long after its budget.
-const redisTimeoutMax = 10 * time.Second
 
 // headroom is how many times the slowest batch's duration must remain of
 // the budget for another batch to start: batches vary (a GC pause, another
 // client's script), and a slice that returns late counts as a timeout.
 const headroom = 2
 
-// withDefaults fills the zero fields, with batch as the job's Batch.
+// withDefaults fills the zero fields, with batch as the job's Batch, as
+// package drain does for Drain: drain.Batching has the same fields.
 func (b Batching) withDefaults(batch int) Batching {
-	b.Batch = cmp.Or(b.Batch, batch)
-	b.RedisTimeout = cmp.Or(b.RedisTimeout, redisTimeoutDefault)
-	return b
+	return Batching(drain.Batching(b).WithDefaults(batch))
 }
 
 // validate checks the fields after defaults; an empty Name is derived.
-func (b Batching) validate() error {
-	switch {
-	case b.Batch < 1 || b.Batch > queue.BatchMax:
-		return fmt.Errorf("%w: Batch %d is not in [1, %d]", ErrInvalidConfig, b.Batch, queue.BatchMax)
-	case b.MaxBatches < 0:
-		return fmt.Errorf("%w: MaxBatches %d is negative", ErrInvalidConfig, b.MaxBatches)
-	case b.RedisTimeout < time.Millisecond || b.RedisTimeout > redisTimeoutMax:
-		return fmt.Errorf("%w: RedisTimeout %v is not in [1ms, %v]", ErrInvalidConfig, b.RedisTimeout, redisTimeoutMax)
-	case b.Name != "":
-		return checkName(b.Name)
-	}
-	return nil
-}
+func (b Batching) validate() error { return drain.Batching(b).Validate() }
 
 // BatchJob returns a job whose slices call step in batches: step handles
 // up to max entries (cfg.Batch) and returns how many it handled, as
-// [github.com/worksteal/worksteal/exphash.Hash.Evict] and
-// [queue.Queue.Tidy] do. The job is called name, unless cfg.Name
-// overrides it; a zero cfg.Batch is 100.
+// [github.com/worksteal/worksteal/exphash.Hash.Evict] and the steps of
+// [TidyStale] and [PromoteDue] do. The job is called name, unless
+// cfg.Name overrides it; a zero cfg.Batch is 100.
 //
 // A slice makes batches until one is not full (nothing is left), or
 // cfg.MaxBatches are done, or the budget left (ctx's deadline) is below
@@ -126,10 +106,10 @@ func (j *batchedJob) Name() string { return j.name }
 // More reports that the last batch was full.
 func (j *batchedJob) Run(ctx context.Context) (recruiter.Report, error) {
 	var rep recruiter.Report
-	limit := batchLimit(ctx, j.cfg.MaxBatches)
+	limit := drain.BatchLimit(ctx, j.cfg.MaxBatches)
 	var slowest time.Duration
 	for b := 0; b < limit; b++ {
-		if left, ok := remaining(ctx); b > 0 && ok && left < headroom*slowest {
+		if left, ok := drain.Remaining(ctx); b > 0 && ok && left < headroom*slowest {
 			break // the budget is spent, or nearly: not an error
 		}
 		if err := ctx.Err(); err != nil {
@@ -152,36 +132,7 @@ func (j *batchedJob) Run(ctx context.Context) (recruiter.Report, error) {
 }
 
 func (j *batchedJob) runStep(ctx context.Context) (int, error) {
-	rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+	rctx, cancel := drain.RedisContext(ctx, j.cfg.RedisTimeout)
 	defer cancel()
 	return j.step(rctx, j.cfg.Batch)
-}
-
-// redisContext bounds one Redis call by timeout rather than by ctx's
-// deadline: the jobs decide before a call whether the budget fits it, and
-// do not cut it once started.
-func redisContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
-}
-
-// batchLimit is how many batches a slice may make: MaxBatches, else as
-// many as the deadline allows, else (no deadline: the job is not run by a
-// recruiter) one, so that no slice is unbounded.
-func batchLimit(ctx context.Context, maxBatches int) int {
-	if maxBatches > 0 {
-		return maxBatches
-	}
-	if _, ok := ctx.Deadline(); ok {
-		return math.MaxInt
-	}
-	return 1
-}
-
-// remaining is the time left before ctx's deadline; ok is false without one.
-func remaining(ctx context.Context) (left time.Duration, ok bool) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return 0, false
-	}
-	return time.Until(dl), true
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/telemetry"
@@ -40,7 +41,7 @@ const (
 
 func (c DepthConfig) withDefaults() DepthConfig {
 	c.MaxAge = cmp.Or(c.MaxAge, depthMaxAgeDefault)
-	c.RedisTimeout = cmp.Or(c.RedisTimeout, redisTimeoutDefault)
+	c.RedisTimeout = cmp.Or(c.RedisTimeout, drain.RedisTimeoutDefault)
 	if c.MeterProvider == nil {
 		c.MeterProvider = otel.GetMeterProvider()
 	}
@@ -51,10 +52,10 @@ func (c DepthConfig) validate() error {
 	switch {
 	case c.MaxAge < 0 || c.MaxAge > depthMaxAgeMax:
 		return fmt.Errorf("%w: MaxAge %v is not in (0, %v]", ErrInvalidConfig, c.MaxAge, depthMaxAgeMax)
-	case c.RedisTimeout < time.Millisecond || c.RedisTimeout > redisTimeoutMax:
-		return fmt.Errorf("%w: RedisTimeout %v is not in [1ms, %v]", ErrInvalidConfig, c.RedisTimeout, redisTimeoutMax)
+	case c.RedisTimeout < time.Millisecond || c.RedisTimeout > drain.RedisTimeoutMax:
+		return fmt.Errorf("%w: RedisTimeout %v is not in [1ms, %v]", ErrInvalidConfig, c.RedisTimeout, drain.RedisTimeoutMax)
 	case c.Name != "":
-		return checkName(c.Name)
+		return drain.CheckName(c.Name)
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ func QueueDepth(q *queue.Queue, cfg DepthConfig) (recruiter.Job, error) {
 		return nil, err
 	}
 	j := &depthJob{
-		name:  cmp.Or(cfg.Name, jobName("depth", q.Name())),
+		name:  cmp.Or(cfg.Name, drain.JobName("depth", q.Name())),
 		q:     q,
 		cfg:   cfg,
 		now:   time.Now,
@@ -113,7 +114,7 @@ func (j *depthJob) Name() string { return j.name }
 
 // Run reads the depth once and keeps it for the gauges.
 func (j *depthJob) Run(ctx context.Context) (recruiter.Report, error) {
-	rctx, cancel := redisContext(ctx, j.cfg.RedisTimeout)
+	rctx, cancel := drain.RedisContext(ctx, j.cfg.RedisTimeout)
 	defer cancel()
 	d, err := j.q.Depth(rctx)
 	if err != nil {

@@ -66,6 +66,44 @@
 // Redis calls (one claim and one settle per batch) rather than in the
 // handler.
 //
+// # How a Drain's slice works
+//
+// Redis works while the handlers do: a batch is settled while the next one
+// is handled, and the one after is claimed meanwhile if the budget left
+// fits it (after the settle, when an ack enqueues a chain's next step, so
+// that the claim takes it). Items of a few microseconds run one after
+// another on one goroutine, cheaper than a goroutine each.
+//
+// A slice claims a batch only while the budget left fits some of it, at
+// the items' mean time so far, and starts an item only while the budget
+// left and the batch's lease both fit the slowest item so far and the calls
+// after it; its first items start blind, so that an item slower than any
+// budget still runs. Once it has started an item, it starts no more while
+// the process is busy. What it did not start is released
+// ([queue.Queue.Release]) as the rest is settled. A handler's context ends
+// before the lease by three round trips or a quarter of the lease (at most
+// RedisTimeout), whichever is more, up to half the lease, so that the
+// settle reaches Redis before a claim or [TidyStale] may take the
+// item back; an item interrupted so is nacked like any failure, and one too
+// slow for its lease ends in the dead letters rather than running forever.
+//
+// On Linux a slice reads the thread CPU time of one item in four, and
+// after each batch runs as many handlers at once as keep half the
+// process's CPUs (GOMAXPROCS/2, at least one) busy at that rate, at most
+// Concurrency; the next slice starts with that number. A goroutine that
+// has run handlers for a millisecond yields before its next item, so that
+// a request's goroutine queued behind it runs.
+//
+// A batch whose handlers run longer than 100 ms reads which of its items
+// are canceled, one read per batch per 100 ms whatever the number of
+// handlers (a subscription would hold a connection per process for a rare
+// event). The read covers the items yet to start too, this batch's and
+// those of the batch claimed ahead: an item starts only within 150 ms of
+// the sending of a read that found it not canceled (its claim or a poll;
+// past that, its start reads first), and Cancel of a leased item waits
+// those 150 ms before it returns. A canceled item is passed over, and
+// settled as a canceled running one is.
+//
 // # A queue's depth as metrics
 //
 // [QueueDepth] makes a metric of [queue.Queue.Depth] without a Redis call

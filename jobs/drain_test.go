@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -117,7 +118,7 @@ func TestDrainNacksFailures(t *testing.T) {
 	wantReport(t, mustSlice(t, job, 10*time.Second), recruiter.Report{Items: 5}, "second attempts")
 	wantDepth(t, b.q, queue.Depth{Dead: 5})
 
-	dead, err := b.q.Dead(context.Background(), 10)
+	dead, err := testrig.DeadLetters(context.Background(), b.q, 10)
 	if err != nil || len(dead) != 5 {
 		t.Fatalf("Dead = %+v, %v; want the 5 odd items", dead, err)
 	}
@@ -155,7 +156,7 @@ func TestDrainPanicLosesNothing(t *testing.T) {
 	}
 	wantReport(t, rep, recruiter.Report{Items: 5}, "a batch with a panic")
 	wantDepth(t, b.q, queue.Depth{Dead: 1})
-	dead, err := b.q.Dead(context.Background(), 10)
+	dead, err := testrig.DeadLetters(context.Background(), b.q, 10)
 	if err != nil || len(dead) != 1 || dead[0].ID != ids[2] || dead[0].Cause != "jobs: handler panicked: handler bug" {
 		t.Fatalf("Dead = %+v, %v; want item 2 with the panic as cause", dead, err)
 	}
@@ -310,7 +311,7 @@ func TestDrainRespectsTheLease(t *testing.T) {
 			case <-stopTidy:
 				return
 			case <-time.After(time.Millisecond):
-				b.q.Tidy(context.Background(), queue.BatchMax)
+				qstore.Of(b.q).Tidy(context.Background(), queue.BatchMax)
 			}
 		}
 	}()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -87,11 +89,11 @@ func drainLeaseRounds(t *testing.T, lease time.Duration, maxAttempts, rounds int
 		started := !dl.IsZero()
 		window := time.Since(dl)
 		back := reclaimAll(t, checker)
-		dead, err := b.q.Dead(context.Background(), queue.BatchMax)
+		dead, err := testrig.DeadLetters(context.Background(), b.q, queue.BatchMax)
 		if err != nil {
 			t.Fatalf("Dead: %v", err)
 		}
-		if _, err := b.q.PurgeDead(context.Background(), queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).PurgeDead(context.Background(), queue.BatchMax); err != nil {
 			t.Fatalf("PurgeDead: %v", err)
 		}
 		if started && window > stall {
@@ -120,7 +122,7 @@ type leaseTally struct {
 // judge checks one round: back are the items claimed again after the
 // slice, dead the dead letters it left, delayed how many items it delayed.
 func (l *leaseTally) judge(t *testing.T, r int, ids []string, started bool, rep recruiter.Report, runErr error,
-	back []queue.Item, dead []queue.DeadItem, delayed int64, maxAttempts int) {
+	back []queue.Item, dead []qstore.ItemInfo, delayed int64, maxAttempts int) {
 	t.Helper()
 	want := len(ids) // items that must come back unstarted
 	if started {
@@ -217,7 +219,7 @@ func runTidier(t *testing.T, q *queue.Queue, period time.Duration) {
 			case <-tick.C:
 			}
 			calls.Add(1)
-			if _, err := q.Tidy(context.Background(), queue.BatchMax); err != nil && !errors.Is(err, context.Canceled) {
+			if _, err := qstore.Of(q).Tidy(context.Background(), queue.BatchMax); err != nil && !errors.Is(err, context.Canceled) {
 				failed.Add(1)
 				lastErr.Store(err.Error())
 			}

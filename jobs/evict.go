@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/exphash"
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/heal"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -73,7 +74,7 @@ func EvictExpired(h *exphash.Hash, cfg EvictConfig) (recruiter.Job, error) {
 	if cfg.ScoreUnit != scoreUnitDefault {
 		return nil, fmt.Errorf("%w: ScoreUnit %v: an exphash.Hash writes milliseconds", ErrInvalidConfig, cfg.ScoreUnit)
 	}
-	return batchJob(jobName("evict", h.Name()), cfg.Batching, h.Evict)
+	return batchJob(drain.JobName("evict", h.Name()), cfg.Batching, h.Evict)
 }
 
 // EvictExpiredMembers returns the job that removes the expired members of
@@ -102,5 +103,5 @@ func EvictExpiredMembers(rdb redis.Scripter, key string, cfg EvictConfig) (recru
 		}
 		return n, nil
 	}
-	return batchJob(jobName("evict-members", key), cfg.Batching, step)
+	return batchJob(drain.JobName("evict-members", key), cfg.Batching, step)
 }

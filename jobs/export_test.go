@@ -10,7 +10,3 @@ import (
 
 // SetDepthClock makes job, a QueueDepth job, read the time from now.
 func SetDepthClock(job recruiter.Job, now func() time.Time) { job.(*depthJob).now = now }
-
-// Handlers is how many handlers job, a Drain, runs at once as its latest
-// slice left it.
-func Handlers(job recruiter.Job) int { return job.(*drainJob).handlersLearnt() }

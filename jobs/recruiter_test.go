@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/worksteal/worksteal/internal/hooks"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -22,7 +22,8 @@ func inlineRecruiter(t *testing.T, rdb redis.UniversalClient, rolls func() float
 	// The pressure gate is off: it reads the test process's scheduler, and
 	// a loaded CI machine would hold an enlisted slice back.
 	cfg := recruiter.Config{Inline: true, Prefix: testPrefix(t), Pressure: -1}
-	rec, err := recruiter.New(rdb, hooks.RecruiterConfig(cfg, rolls, nil).(recruiter.Config))
+	seams.SetRoll(&cfg, rolls, nil)
+	rec, err := recruiter.New(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

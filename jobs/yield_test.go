@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/hooks"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -30,8 +30,8 @@ func TestDrainYieldsWhenTheProcessIsBusy(t *testing.T) {
 		return 0, true
 	}
 	cfg := recruiter.Config{Inline: true, Prefix: testPrefix(t), Pressure: time.Millisecond}
-	cfg = hooks.RecruiterConfig(cfg, func() float64 { return 0 }, nil).(recruiter.Config)
-	cfg = hooks.RecruiterPressure(cfg, read).(recruiter.Config)
+	seams.SetRoll(&cfg, func() float64 { return 0 }, nil)
+	seams.SetPressure(&cfg, read)
 	rec, err := recruiter.New(b.rdb, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
 )
@@ -157,7 +158,7 @@ func BenchmarkTidy100k(b *testing.B) {
 		b.StartTimer()
 		total := 0
 		for {
-			n, err := q.Tidy(ctx, queue.BatchMax)
+			n, err := qstore.Of(q).Tidy(ctx, queue.BatchMax)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -234,14 +235,14 @@ func BenchmarkDepth(b *testing.B) {
 		})
 		b.Run(op("tidy-none-due"), func(b *testing.B) {
 			for range b.N {
-				if n, err := q.Tidy(ctx, 100); n != 0 || err != nil {
+				if n, err := qstore.Of(q).Tidy(ctx, 100); n != 0 || err != nil {
 					b.Fatalf("Tidy = %d, %v", n, err)
 				}
 			}
 		})
 		b.Run(op("promote-none-due"), func(b *testing.B) {
 			for range b.N {
-				if n, err := q.Promote(ctx, 100); n != 0 || err != nil {
+				if n, err := qstore.Of(q).Promote(ctx, 100); n != 0 || err != nil {
 					b.Fatalf("Promote = %d, %v", n, err)
 				}
 			}

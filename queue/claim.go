@@ -46,10 +46,11 @@ func items(from []qstore.Item) []Item {
 // Claim maintains the queue first, in the same step, so that whoever
 // claims a queue keeps it moving: it moves up to n delayed items that are
 // due (retries, delayed enqueues) to the tail of the queue, as
-// [Queue.Promote] does, and hands back up to n expired leases (crashed or
-// stuck workers), to the tail of the queue or, at their last attempt, to
-// the dead letters, as [Queue.Tidy] does; what they bring back can be
-// claimed by this same call. [Queue.ClaimDetailed] says how much they
+// [github.com/worksteal/worksteal/jobs.PromoteDue] does, and hands back
+// up to n expired leases (crashed or stuck workers), to the tail of the
+// queue or, at their last attempt, to the dead letters, as
+// [github.com/worksteal/worksteal/jobs.TidyStale] does; what they bring
+// back can be claimed by this same call. [Queue.ClaimDetailed] says how much they
 // brought back and whether more may be waiting.
 //
 // Malformed entries met on the way do not fail the claim: an id without a

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -94,7 +95,7 @@ func TestClaimRecoversExpiredLeases(t *testing.T) {
 	untilRedisTime(t, b.rdb, second.Deadline)
 	wantMaintained(t, mustClaimDetailed(t, b.q, 10), 0, 1, 0, false)
 	wantCounts(t, b.q, queue.Depth{Dead: 1})
-	dead, err := b.q.Dead(ctx, 1)
+	dead, err := testrig.DeadLetters(ctx, b.q, 1)
 	if err != nil || len(dead) != 1 || dead[0].ID != id || dead[0].Cause != "lease expired at attempt 2 of 2" || dead[0].Attempts != 2 {
 		t.Fatalf("Dead = %+v, %v; want %s, expired at attempt 2 of 2", dead, err, id)
 	}

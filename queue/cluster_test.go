@@ -50,24 +50,24 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("one")); err != nil {
 				t.Fatal(err)
 			}
-			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := qstore.Of(q).Promote(ctx, 10); return n == 1 && err == nil })
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("two")); err != nil {
 				t.Fatal(err)
 			}
-			if dead, err := q.Dead(ctx, 10); len(dead) != 1 || dead[0].ID != id || dead[0].Cause != "two" || err != nil {
+			if dead, err := testrig.DeadLetters(ctx, q, 10); len(dead) != 1 || dead[0].ID != id || dead[0].Cause != "two" || err != nil {
 				t.Fatalf("Dead = %+v, %v", dead, err)
 			}
-			if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+			if n, err := qstore.Of(q).RequeueDead(ctx, 10); n != 1 || err != nil {
 				t.Fatalf("RequeueDead = %d, %v", n, err)
 			}
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("three")); err != nil {
 				t.Fatal(err)
 			}
-			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := qstore.Of(q).Promote(ctx, 10); return n == 1 && err == nil })
 			if err := q.Nack(ctx, mustClaim(t, q, 1, 1)[0], errors.New("four")); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
+			if n, err := qstore.Of(q).PurgeDead(ctx, 10); n != 1 || err != nil {
 				t.Fatalf("PurgeDead = %d, %v", n, err)
 			}
 			wantCounts(t, q, queue.Depth{})
@@ -83,7 +83,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 				t.Fatalf("Release = %d, %v", n, err)
 			}
 			untilRedisTime(t, cc, items[2].Deadline.Add(time.Millisecond))
-			if n, err := q.Tidy(ctx, 10); n != 1 || err != nil {
+			if n, err := qstore.Of(q).Tidy(ctx, 10); n != 1 || err != nil {
 				t.Fatalf("Tidy = %d, %v; want 1 (c)", n, err)
 			}
 			wantCounts(t, q, queue.Depth{Pending: 2, Leased: 1})
@@ -112,7 +112,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if again := mustEnqueueWith(t, q, "c", key, false); again == first {
 				t.Fatal("the dead item still holds its unique key")
 			}
-			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := q.Promote(ctx, 10); return n == 1 && err == nil })
+			testrig.Eventually(t, 5*time.Second, "promoted", func() bool { n, err := qstore.Of(q).Promote(ctx, 10); return n == 1 && err == nil })
 			if items := mustClaim(t, q, 5, 2); items[0].ID == later || items[1].ID != later {
 				t.Fatalf("claimed %+v, want the unique one, then %s", items, later)
 			}
@@ -148,7 +148,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			join := ids[0]
 			promoted := 0
 			testrig.Eventually(t, 5*time.Second, "children promoted", func() bool {
-				n, err := q.Promote(ctx, 10)
+				n, err := qstore.Of(q).Promote(ctx, 10)
 				promoted += n
 				return promoted == 2 && err == nil
 			})
@@ -167,7 +167,7 @@ func TestEveryScriptOnCluster(t *testing.T) {
 			if id, dup, err := st.EnqueueJoin(ctx, qstore.JoinSpec{Children: payloads("d", 1), Final: []byte("f"), Options: opts}); id != join || !dup || err != nil {
 				t.Fatalf("EnqueueJoin under the failed join's key = %s, %v, %v; want %s, a duplicate", id, dup, err, join)
 			}
-			if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+			if n, err := qstore.Of(q).RequeueDead(ctx, 10); n != 1 || err != nil {
 				t.Fatalf("RequeueDead = %d, %v", n, err)
 			}
 			for _, want := range []string{items[1].ID, join} { // the child, then the final item

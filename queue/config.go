@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/seams"
 )
 
 // Defaults applied to zero fields of [Config]; each field's doc says its
@@ -24,9 +24,9 @@ const (
 	waitBlockDefault       = time.Second
 )
 
-// BatchMax bounds every count argument (Claim's n, Tidy's max, ...) and
-// the items of one script call: a script blocks Redis while it runs, so
-// each call stays around a millisecond of work.
+// BatchMax bounds every count argument (Claim's n, a maintenance job's
+// Batch, ...) and the items of one script call: a script blocks Redis
+// while it runs, so each call stays around a millisecond of work.
 const BatchMax = 1000
 
 // Errors of [New]: they wrap a message naming the field or the name's
@@ -65,8 +65,8 @@ type Config struct {
 	// BackoffMax caps the retry delay. Default 10m.
 	BackoffMax time.Duration
 	// Lease is how long a claim lasts: past it, the next claim (or
-	// [Queue.Tidy]) hands the item to another worker. Default 30s; at
-	// least 1ms.
+	// [github.com/worksteal/worksteal/jobs.TidyStale]) hands the item to
+	// another worker. Default 30s; at least 1ms.
 	Lease time.Duration
 	// MaxAttempts is how many claims an item gets: a Nack or an expired
 	// lease at the last one moves it to the dead letters. Default 5.
@@ -80,25 +80,17 @@ type Config struct {
 	ResultRetention time.Duration
 	// WaitBlock is the longest one blocking read of [Queue.Wait]; between
 	// reads Wait re-reads the item's state and its ctx, so it bounds how
-	// late Wait sees a cancelled ctx, or an item dead-lettered by Tidy or
-	// Claim.
+	// late Wait sees a cancelled ctx, or an item dead-lettered by a
+	// claim (or jobs.TidyStale).
 	// Rounded down to whole seconds (the unit of Redis's blocking
 	// timeouts), at least 1s. Default 1s.
 	WaitBlock time.Duration
 
-	// Set by this repository's tests only (internal/hooks): the retry
-	// jitter, uniform in [0, 1) and safe for concurrent use; nil is
-	// math/rand/v2.Float64. A value out of range is clamped.
-	jitter func() float64
+	// The retry jitter, set by this module's tests only (internal/seams).
+	testSeams
 }
 
-func init() {
-	hooks.QueueConfig = func(cfg any, jitter func() float64) any {
-		c := cfg.(Config)
-		c.jitter = jitter
-		return c
-	}
-}
+type testSeams = seams.Queue
 
 func (c Config) withDefaults() Config {
 	c.BackoffBase = cmp.Or(c.BackoffBase, backoffBaseDefault)
@@ -140,6 +132,6 @@ func (c Config) store() qstore.Config {
 	return qstore.Config{
 		BackoffBase: c.BackoffBase, BackoffMax: c.BackoffMax, Lease: c.Lease,
 		MaxAttempts: c.MaxAttempts, MaxPayload: c.MaxPayload, Prefix: c.Prefix,
-		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: c.jitter,
+		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: seams.Jitter(&c),
 	}
 }

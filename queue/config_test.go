@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -78,21 +79,12 @@ func TestCountArgumentsAreBounded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queue.Config{})
 	ctx := testContext(t)
-	calls := map[string]func(n int) error{
-		"Claim":       func(n int) error { _, err := b.q.Claim(ctx, n); return err },
-		"Tidy":        func(n int) error { _, err := b.q.Tidy(ctx, n); return err },
-		"Promote":     func(n int) error { _, err := b.q.Promote(ctx, n); return err },
-		"RequeueDead": func(n int) error { _, err := b.q.RequeueDead(ctx, n); return err },
-		"PurgeDead":   func(n int) error { _, err := b.q.PurgeDead(ctx, n); return err },
-		"Dead":        func(n int) error { _, err := b.q.Dead(ctx, n); return err },
+	for _, n := range []int{0, -1, queue.BatchMax + 1} {
+		_, err := b.q.Claim(ctx, n)
+		wantErr(t, err, queue.ErrInvalidArgument, "Claim")
 	}
-	for name, call := range calls {
-		for _, n := range []int{0, -1, queue.BatchMax + 1} {
-			wantErr(t, call(n), queue.ErrInvalidArgument, name)
-		}
-		if err := call(queue.BatchMax); err != nil {
-			t.Fatalf("%s(BatchMax): %v", name, err)
-		}
+	if _, err := b.q.Claim(ctx, queue.BatchMax); err != nil {
+		t.Fatalf("Claim(BatchMax): %v", err)
 	}
 	for _, it := range []queue.Item{{}, {ID: "x"}, {Token: "1"}} {
 		wantErr(t, b.q.Ack(ctx, it, nil), queue.ErrInvalidArgument, "Ack of an unclaimed item")
@@ -127,7 +119,7 @@ func TestEveryKeySharesTheHashTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilRedisTime(t, b.rdb, items[2].Deadline.Add(time.Millisecond))
-	if n, err := b.q.Tidy(ctx, 10); n != 2 || err != nil {
+	if n, err := qstore.Of(b.q).Tidy(ctx, 10); n != 2 || err != nil {
 		t.Fatalf("Tidy = %d, %v; want 2", n, err)
 	}
 	keys, err := b.rdb.Keys(ctx, "*").Result()
@@ -180,7 +172,7 @@ func TestBackoffIsExponentialWithJitterAndCapped(t *testing.T) {
 			t.Fatalf("retry %d due %v after the Nack, want %vms", attempt+1, dueAt.Sub(before), int(want))
 		}
 		untilRedisTime(t, b.rdb, dueAt)
-		if n, err := b.q.Promote(ctx, 10); n != 1 || err != nil {
+		if n, err := qstore.Of(b.q).Promote(ctx, 10); n != 1 || err != nil {
 			t.Fatalf("Promote = %d, %v; want 1", n, err)
 		}
 	}

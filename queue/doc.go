@@ -35,7 +35,7 @@
 // smooth weighted round robin whose state is in Redis, so each lane gets
 // its weight's share fleet-wide while all have items, and none starves.
 // Package tasks adds limits per task type
-// ([github.com/worksteal/worksteal/tasks.Client.SetLimit]), which claims
+// ([github.com/worksteal/worksteal/tasks.Task.SetLimit]), which claims
 // enforce: an item of a type at its limit is set aside, uncounted, until
 // a place frees ([Depth].Parked).
 //
@@ -53,7 +53,7 @@
 // # Cancellation
 //
 // An item ends in exactly one terminal state: acked (its result kept),
-// dead (in the dead letters, until requeued or purged) or canceled.
+// dead (in the dead letters, until retried or purged) or canceled.
 // [Queue.Cancel] cancels a pending, delayed or leased item in one script
 // call: its value, lease, delay and place in its type's limit go, its
 // unique key is free, its waiters get [ErrCanceled] at once, and a
@@ -88,13 +88,23 @@
 // priorities and limits cost nothing there (whether the queue has any
 // rides on the EXISTS calls the claim makes anyway).
 //
-// [Queue.Promote] and [Queue.Tidy] do the same two steps on their own,
-// at most a given count (up to [BatchMax]) per call: for a queue that
-// nobody claims from for a while (its own workers stopped, or claim
-// rarely) whose retries, delayed items or expired leases should still
-// move, or be seen in [Queue.Depth] as pending rather than due or
-// expired. [Queue.RequeueDead] and [Queue.PurgeDead] empty the dead
-// letters, which [Queue.Dead] lists. [Queue.Depth] shows what is waiting.
+// For a queue that nobody claims from for a while (its own workers
+// stopped, or claim rarely) whose retries, delayed items or expired
+// leases should still move, or be seen in [Queue.Depth] as pending rather
+// than due or expired, the jobs
+// [github.com/worksteal/worksteal/jobs.PromoteDue] and
+// [github.com/worksteal/worksteal/jobs.TidyStale] do the same two steps
+// on their own, in bounded batches, in a recruiter's slices (or once,
+// through the job's Run). [Queue.Depth] shows what is waiting.
+//
+// An operator's acts are in package
+// [github.com/worksteal/worksteal/inspect], which the CLI and the
+// dashboard run on: dead letters listed with their causes
+// ([github.com/worksteal/worksteal/inspect.Inspector.Items]), retried or
+// purged by id or the oldest up to a count
+// ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead],
+// RetryAllDead, PurgeDead, PurgeAllDead), delayed items run now by id
+// (RunDelayed).
 //
 // # Guarantees
 //
@@ -172,8 +182,8 @@
 // key, for at most its lifetime.
 //
 // A result is readable until its expiry, by Redis's clock. Each Settle
-// then drops up to two expired results per outcome it is given, Tidy up
-// to its max and Claim up to its n, so results cannot pile up while the queue is in use; the
+// then drops up to two expired results per outcome it is given,
+// jobs.TidyStale up to its batch and Claim up to its n, so results cannot pile up while the queue is in use; the
 // results and expiring keys themselves expire after the last result in
 // them, so an idle queue keeps none either. (One hash rather than a key
 // per result: one bulk HSET per batch instead of a SET per item, which was

@@ -13,15 +13,17 @@ import (
 type EnqueueOptions struct {
 	// Delay holds the item back: it is due no sooner than Delay after the
 	// enqueue, by Redis's clock (rounded up to the ms), and waits among the
-	// delayed items, as a retry does, until a claim (or [Queue.Promote])
-	// finds it due and makes it pending. 0 makes it pending at once. At
-	// most a year (365 days); negative is an error.
+	// delayed items, as a retry does, until a claim (or
+	// [github.com/worksteal/worksteal/jobs.PromoteDue]) finds it due and
+	// makes it pending. 0 makes it pending at once. At most a year (365
+	// days); negative is an error.
 	Delay time.Duration
 	// MaxAttempts is how many claims this item gets, in place of
 	// Config.MaxAttempts: a Nack, or an expired lease found by a claim
-	// or [Queue.Tidy], at that attempt dead-letters it. The item keeps it
-	// through [Queue.RequeueDead]. 0 means Config.MaxAttempts; at most
-	// 1000.
+	// or [github.com/worksteal/worksteal/jobs.TidyStale], at that attempt
+	// dead-letters it. The item keeps it through an operator's retry
+	// ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]). 0
+	// means Config.MaxAttempts; at most 1000.
 	MaxAttempts int
 	// Unique makes the enqueue a no-op while another item enqueued with
 	// the same key is live (pending, delayed or leased): EnqueueWith then
@@ -39,7 +41,7 @@ type EnqueueOptions struct {
 	// [Queue.SetPriorities] must have given a weight: claims take from
 	// each lane in proportion to its weight while it has items. The item
 	// keeps its priority through retries, releases, expired leases and
-	// [Queue.RequeueDead]. "" (or "default") is the default lane. A name
+	// an operator's retry. "" (or "default") is the default lane. A name
 	// of 1 to 128 bytes of [A-Za-z0-9._-]; one without a weight fails
 	// the call with ErrInvalidArgument, adding nothing.
 	Priority string

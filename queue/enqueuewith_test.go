@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -36,7 +38,7 @@ func dueOf(t testing.TB, b *bundle, id string) time.Time {
 func promoteDue(t *testing.T, b *bundle, id string) {
 	t.Helper()
 	untilRedisTime(t, b.rdb, dueOf(t, b, id))
-	if n, err := b.q.Promote(testContext(t), 10); n != 1 || err != nil {
+	if n, err := qstore.Of(b.q).Promote(testContext(t), 10); n != 1 || err != nil {
 		t.Fatalf("Promote when due = %d, %v; want 1", n, err)
 	}
 }
@@ -130,7 +132,7 @@ func TestEnqueueWithMaxAttempts(t *testing.T) {
 	if got := nackUntilDead(two); got != 2 {
 		t.Fatalf("MaxAttempts 2 died at attempt %d", got)
 	}
-	if n, err := b.q.RequeueDead(ctx, 10); n != 2 || err != nil { // plain and two
+	if n, err := qstore.Of(b.q).RequeueDead(ctx, 10); n != 2 || err != nil { // plain and two
 		t.Fatalf("RequeueDead = %d, %v", n, err)
 	}
 	for _, it := range mustClaim(t, b.q, 2, 2) {
@@ -173,7 +175,7 @@ func TestEnqueueWithMaxAttempts(t *testing.T) {
 	// An expired lease at the item's last attempt dead-letters it in Tidy.
 	stuck := mustEnqueueWith(t, b.q, "stuck", queue.EnqueueOptions{MaxAttempts: 1}, false)
 	expire(t, b, mustClaim(t, b.q, 1, 1)[0])
-	dead, err := b.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, b.q, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +256,7 @@ func TestEnqueueWithUnique(t *testing.T) {
 	if err := b.q.Nack(ctx, mustClaim(t, b.q, 1, 1)[0], errors.New("dies")); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.q.PurgeDead(ctx, 10); n != 2 || err != nil {
+	if n, err := qstore.Of(b.q).PurgeDead(ctx, 10); n != 2 || err != nil {
 		t.Fatalf("PurgeDead = %d, %v", n, err)
 	}
 	if after := mustEnqueueWith(t, b.q, "p2", k2, false); after == p {

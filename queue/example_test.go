@@ -55,30 +55,20 @@ func ExampleNew() {
 
 func render([]byte) ([]byte, error) { return []byte("thumbnail"), nil }
 
-// Maintenance, in small bounded steps, for a queue nobody claims from for
-// a while (every Claim does both steps first, up to its n): what package
-// jobs' TidyStale and PromoteDue run in slices.
-func ExampleQueue_Tidy() {
+// What a queue holds, read in one step: its maintenance is behind if
+// items are due or expired (a claim, or package jobs' PromoteDue and
+// TidyStale for a queue nobody claims from, brings them back).
+func ExampleQueue_Depth() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	q, err := queue.New(rdb, "thumbnails", queue.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	ctx := context.Background()
-	for {
-		n, err := q.Tidy(ctx, 500) // expired leases back to pending
-		if err != nil || n < 500 {
-			break
-		}
-	}
-	if _, err := q.Promote(ctx, 500); err != nil { // due retries back to pending
-		log.Print(err)
-	}
-	s, err := q.Depth(ctx)
+	s, err := q.Depth(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%d pending, next waited %v, %d dead\n", s.Pending, s.OldestPending, s.Dead)
+	fmt.Printf("%d pending, next waited %v, %d due, %d expired, %d dead\n", s.Pending, s.OldestPending, s.Due, s.Expired, s.Dead)
 }
 
 // A worker that loses its lease learns it from Ack, and drops its result.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -69,11 +70,6 @@ func TestMethodsNameTheirInvalidArguments(t *testing.T) {
 		{"Claim 0", "Claim n 0", func() error { _, err := b.q.Claim(ctx, 0); return err }},
 		{"Claim past BatchMax", "Claim n 1001", func() error { _, err := b.q.Claim(ctx, queue.BatchMax+1); return err }},
 		{"Claim most negative", "Claim n", func() error { _, err := b.q.Claim(ctx, math.MinInt); return err }},
-		{"Tidy", "tidy max", func() error { _, err := b.q.Tidy(ctx, -1); return err }},
-		{"Promote", "promote max", func() error { _, err := b.q.Promote(ctx, math.MaxInt); return err }},
-		{"RequeueDead", "requeue dead max", func() error { _, err := b.q.RequeueDead(ctx, 0); return err }},
-		{"PurgeDead", "purge dead max", func() error { _, err := b.q.PurgeDead(ctx, 0); return err }},
-		{"Dead", "dead max", func() error { _, err := b.q.Dead(ctx, 0); return err }},
 		{"Extend zero", "Extend by 0s", func() error { _, err := b.q.Extend(ctx, claimed, 0); return err }},
 		{"Extend negative", "below 1ms", func() error { _, err := b.q.Extend(ctx, claimed, math.MinInt64); return err }},
 		{"Extend unclaimed", "no id or token", func() error { _, err := b.q.Extend(ctx, unclaimed, time.Second); return err }},
@@ -190,7 +186,7 @@ func TestBareAttemptCountIsNoToken(t *testing.T) {
 	if err := b.rdb.ZAdd(ctx, tagOf(b.q)+":delayed", redis.Z{Score: 0, Member: ids[1]}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.q.Promote(ctx, 10); err != nil || n != 1 {
+	if n, err := qstore.Of(b.q).Promote(ctx, 10); err != nil || n != 1 {
 		t.Fatalf("Promote = %d, %v; want 1", n, err)
 	}
 	if err := b.q.Nack(ctx, mustClaim(t, b.q, 1, 1)[0], errors.New("second")); err != nil {

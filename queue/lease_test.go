@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -12,7 +13,7 @@ import (
 func expire(t *testing.T, b *bundle, it queue.Item) {
 	t.Helper()
 	untilRedisTime(t, b.rdb, it.Deadline.Add(time.Millisecond))
-	if n, err := b.q.Tidy(testContext(t), 10); n != 1 || err != nil {
+	if n, err := qstore.Of(b.q).Tidy(testContext(t), 10); n != 1 || err != nil {
 		t.Fatalf("Tidy = %d, %v; want 1", n, err)
 	}
 }
@@ -93,7 +94,7 @@ func TestExtendKeepsTheLease(t *testing.T) {
 		t.Fatalf("Extend deadline %v after now, want about 1m", d)
 	}
 	untilRedisTime(t, b.rdb, item.Deadline.Add(time.Millisecond))
-	if n, err := b.q.Tidy(ctx, 10); n != 0 || err != nil {
+	if n, err := qstore.Of(b.q).Tidy(ctx, 10); n != 0 || err != nil {
 		t.Fatalf("Tidy of an extended lease = %d, %v; want 0", n, err)
 	}
 	wantCounts(t, b.q, queue.Depth{Leased: 1})

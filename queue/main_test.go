@@ -10,8 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/worksteal/worksteal/internal/hooks"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
@@ -72,7 +73,8 @@ func newQueue(t testing.TB, rdb redis.UniversalClient, name string, cfg queue.Co
 
 // withJitter is cfg with the retry jitter set to jitter.
 func withJitter(cfg queue.Config, jitter func() float64) queue.Config {
-	return hooks.QueueConfig(cfg, jitter).(queue.Config)
+	seams.SetJitter(&cfg, jitter)
+	return cfg
 }
 
 // testPrefix is a valid key prefix unique to the test.
@@ -138,7 +140,7 @@ func wantCounts(t testing.TB, q *queue.Queue, want queue.Depth) {
 // their attempt limits went with them from the hash limits.
 func purgeDead(t testing.TB, b *bundle, limits string, n int) {
 	t.Helper()
-	if got, err := b.q.PurgeDead(context.Background(), 10); got != n || err != nil {
+	if got, err := qstore.Of(b.q).PurgeDead(context.Background(), 10); got != n || err != nil {
 		t.Fatalf("PurgeDead = %d, %v; want %d", got, err, n)
 	}
 	if left := itemFields(t, b.rdb, limits); left != 0 {

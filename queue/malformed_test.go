@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -28,7 +30,7 @@ func TestClaimDeadLettersIdsWithoutValue(t *testing.T) {
 	}
 	mustClaim(t, b.q, 3, 0) // the ghost
 	wantCounts(t, b.q, queue.Depth{Leased: 2, Dead: 2})
-	dead, err := b.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, b.q, 10)
 	if err != nil || len(dead) != 2 {
 		t.Fatalf("Dead = %+v, %v", dead, err)
 	}
@@ -147,7 +149,7 @@ func TestWrongKeyTypeFailsBeforeAnyWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilRedisTime(t, b.rdb, deadline.Add(time.Millisecond))
-	if _, err := b.q.Tidy(ctx, 10); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+	if _, err := qstore.Of(b.q).Tidy(ctx, 10); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Tidy = %v, want a WRONGTYPE error", err)
 	}
 	if _, err := b.q.Claim(ctx, 10); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
@@ -159,7 +161,7 @@ func TestWrongKeyTypeFailsBeforeAnyWrite(t *testing.T) {
 	if err := b.rdb.Rename(ctx, tag+":pending-saved", tag+":pending").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.q.Tidy(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(b.q).Tidy(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Tidy after the repair = %d, %v", n, err)
 	}
 	wantCounts(t, b.q, queue.Depth{Pending: 2})

@@ -15,15 +15,12 @@ import (
 // leases, retries with backoff, dead letters and stored results. It is safe
 // for concurrent use; any number of processes may share one queue.
 type Queue struct {
-	cfg Config
-	st  *qstore.Store // its keys and scripts
+	cfg         Config
+	st          *qstore.Store // its keys and scripts
+	storeHandle               // st, for jobs' Drain and package tasks (qstore.Of)
 }
 
-func init() {
-	// jobs' Drain and package tasks reach a queue's storage through this
-	// (chains' follow-ups, joins), which Queue does not export.
-	qstore.Of = func(q any) *qstore.Store { return q.(*Queue).st }
-}
+type storeHandle = qstore.Handle
 
 // New returns the queue called name, whose keys start with cfg.Prefix. The
 // name is 1 to 128 of [A-Za-z0-9._-]. New makes no Redis call.
@@ -39,7 +36,8 @@ func New(rdb redis.UniversalClient, name string, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	noteRegistry(rdb, name, cfg)
-	return &Queue{cfg: cfg, st: qstore.New(rdb, name, cfg.store())}, nil
+	st := qstore.New(rdb, name, cfg.store())
+	return &Queue{cfg: cfg, st: st, storeHandle: qstore.NewHandle(st)}, nil
 }
 
 // Name returns the queue's name.
@@ -80,9 +78,9 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 type Depth struct {
 	Pending int64 // waiting to be claimed
 	Leased  int64 // claimed, not yet acked or nacked
-	Expired int64 // leased past their deadline: the next claim (or Tidy) hands them back
+	Expired int64 // leased past their deadline: the next claim (or jobs.TidyStale) hands them back
 	Delayed int64 // waiting to be retried, or enqueued with a delay
-	Due     int64 // delayed whose time has come: the next claim (or Promote) makes them pending
+	Due     int64 // delayed whose time has come: the next claim (or jobs.PromoteDue) makes them pending
 	Dead    int64 // dead letters
 	// Parked counts the pending items of task types at their limit, set
 	// aside until it frees (see package tasks); Pending includes them.

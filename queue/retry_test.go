@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -17,11 +19,11 @@ func promoteWhenDue(t *testing.T, b *bundle, id string) {
 	if err != nil {
 		t.Fatalf("ZSCORE delayed %s: %v", id, err)
 	}
-	if n, err := b.q.Promote(ctx, 10); n != 0 || err != nil {
+	if n, err := qstore.Of(b.q).Promote(ctx, 10); n != 0 || err != nil {
 		t.Fatalf("Promote before due = %d, %v; want 0", n, err)
 	}
 	untilRedisTime(t, b.rdb, time.UnixMilli(int64(due)))
-	if n, err := b.q.Promote(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(b.q).Promote(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("Promote when due = %d, %v; want 1", n, err)
 	}
 }
@@ -45,11 +47,11 @@ func TestNackRetriesThenDeadLettersThenRequeues(t *testing.T) {
 		}
 	}
 	wantCounts(t, b.q, queue.Depth{Dead: 1})
-	dead, err := b.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, b.q, 10)
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("Dead = %+v, %v", dead, err)
 	}
-	if d := dead[0]; d.ID != id || d.Cause != "boom 3" || d.Attempts != 3 || time.Since(d.Died) > time.Minute {
+	if d := dead[0]; d.ID != id || d.Cause != "boom 3" || d.Attempts != 3 || time.Since(d.At) > time.Minute {
 		t.Fatalf("dead letter = %+v, want %s, cause boom 3, 3 attempts", d, id)
 	}
 	if v, err := b.q.Value(ctx, id); string(v) != "fragile" || err != nil {
@@ -61,7 +63,7 @@ func TestNackRetriesThenDeadLettersThenRequeues(t *testing.T) {
 		t.Fatalf("Wait error %q lacks the cause", err)
 	}
 
-	if n, err := b.q.RequeueDead(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(b.q).RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v; want 1", n, err)
 	}
 	wantCounts(t, b.q, queue.Depth{Pending: 1})
@@ -90,7 +92,7 @@ func TestTidyDeadLettersAtTheLastAttempt(t *testing.T) {
 	}
 	expire(t, b, second)
 	wantCounts(t, b.q, queue.Depth{Dead: 1})
-	dead, err := b.q.Dead(ctx, 1)
+	dead, err := testrig.DeadLetters(ctx, b.q, 1)
 	if err != nil || len(dead) != 1 || dead[0].ID != id || dead[0].Cause != "lease expired at attempt 2 of 2" {
 		t.Fatalf("Dead = %+v, %v", dead, err)
 	}
@@ -104,7 +106,7 @@ func TestTidyAndPromoteAreBoundedByMax(t *testing.T) {
 	items := mustClaim(t, b.q, 10, 10)
 	untilRedisTime(t, b.rdb, items[9].Deadline.Add(time.Millisecond))
 	for _, want := range []int{4, 4, 2, 0} {
-		if n, err := b.q.Tidy(ctx, 4); n != want || err != nil {
+		if n, err := qstore.Of(b.q).Tidy(ctx, 4); n != want || err != nil {
 			t.Fatalf("Tidy(4) = %d, %v; want %d", n, err, want)
 		}
 	}
@@ -118,7 +120,7 @@ func TestTidyAndPromoteAreBoundedByMax(t *testing.T) {
 	}
 	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(2*time.Millisecond))
 	for _, want := range []int{3, 3, 3, 1, 0} {
-		if n, err := b.q.Promote(ctx, 3); n != want || err != nil {
+		if n, err := qstore.Of(b.q).Promote(ctx, 3); n != want || err != nil {
 			t.Fatalf("Promote(3) = %d, %v; want %d", n, err, want)
 		}
 	}
@@ -136,14 +138,14 @@ func TestPurgeDeadDeletesTheOldest(t *testing.T) {
 		}
 		untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(time.Millisecond)) // distinct death times
 	}
-	if n, err := b.q.PurgeDead(ctx, 2); n != 2 || err != nil {
+	if n, err := qstore.Of(b.q).PurgeDead(ctx, 2); n != 2 || err != nil {
 		t.Fatalf("PurgeDead = %d, %v; want 2", n, err)
 	}
 	for _, id := range ids[:2] {
 		_, err := b.q.Value(ctx, id)
 		wantErr(t, err, queue.ErrNotFound, "Value of a purged item")
 	}
-	dead, err := b.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, b.q, 10)
 	if err != nil || len(dead) != 1 || dead[0].ID != ids[2] || dead[0].Cause != "nacked without a cause" {
 		t.Fatalf("Dead = %+v, %v; want only %s", dead, err, ids[2])
 	}
@@ -172,7 +174,7 @@ func TestAckAfterRetryDropsTheCause(t *testing.T) {
 		t.Fatalf("%d causes after the nacks, want 2", n)
 	}
 	untilRedisTime(t, b.rdb, redisNow(t, b.rdb).Add(2*time.Millisecond))
-	if n, err := b.q.Promote(ctx, 10); n != 2 || err != nil {
+	if n, err := qstore.Of(b.q).Promote(ctx, 10); n != 2 || err != nil {
 		t.Fatalf("Promote = %d, %v; want 2", n, err)
 	}
 	items := mustClaim(t, b.q, 2, 2)

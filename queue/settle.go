@@ -24,7 +24,8 @@ type SettleResult struct {
 	// ([Queue.Cancel]): their outcome is dropped, as they had ended.
 	Canceled int
 	// Lost lists the ids whose claim was no longer current (the lease
-	// expired, and Tidy or another worker took the item): nothing changed.
+	// expired, and a claim or jobs.TidyStale took the item): nothing
+	// changed.
 	Lost []string
 }
 

@@ -17,9 +17,10 @@ import "context"
 // connection of the client's pool while it blocks: size the pool
 // (PoolSize) for the waiters you expect. A ctx deadline ends the blocking
 // read itself when the client has ContextTimeoutEnabled; otherwise, and
-// for a cancellation, Wait returns within Config.WaitBlock. Items that
-// Tidy or Claim dead-letters wake their waiters within Config.WaitBlock too,
-// since those scripts find their ids only as they run.
+// for a cancellation, Wait returns within Config.WaitBlock. Items that a
+// claim (or jobs.TidyStale) dead-letters wake their waiters within
+// Config.WaitBlock too, since those scripts find their ids only as they
+// run.
 func (q *Queue) Wait(ctx context.Context, id string) ([]byte, error) {
 	return q.st.Wait(ctx, id)
 }

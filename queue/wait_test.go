@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 )
@@ -224,7 +225,7 @@ func TestExpiredResultsAreDropped(t *testing.T) {
 	first = ack(short, "first")
 	keeper = ack(long, "keeper")
 	pastRetention()
-	if n, err := short.Tidy(ctx, 10); n != 0 || err != nil {
+	if n, err := qstore.Of(short).Tidy(ctx, 10); n != 0 || err != nil {
 		t.Fatalf("Tidy = %d, %v", n, err)
 	}
 	if got := stored(tag, first, keeper); !slices.Equal(got, []bool{false, true}) {

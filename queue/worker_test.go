@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -59,7 +60,7 @@ func work(q *queue.Queue, spec workerSpec, log *os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		if _, err := q.Tidy(ctx, 100); err != nil {
+		if _, err := qstore.Of(q).Tidy(ctx, 100); err != nil {
 			return err
 		}
 		items, err := q.Claim(ctx, spec.Batch)

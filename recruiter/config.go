@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/schedule"
+	"github.com/worksteal/worksteal/internal/seams"
 )
 
 // Defaults applied to zero fields of [Config] and [JobConfig]; each field's
@@ -38,9 +38,6 @@ const (
 // everyMax bounds JobConfig.Every: stolen work is for chores that recur
 // while a fleet serves traffic; a week is already a cron job's territory.
 const everyMax = 7 * 24 * time.Hour
-
-// pauseMax bounds [Recruiter.Pause]: a longer pause is a job to remove.
-const pauseMax = 30 * 24 * time.Hour
 
 // Errors returned by [New] and [Recruiter.Register]; they wrap a message
 // naming the field.
@@ -107,32 +104,15 @@ type Config struct {
 	// enlistments' too: it takes a share of the roll.
 	TrafficOnly bool
 
-	// Set by this repository's tests only (internal/hooks): the roll of an
-	// enlistment, uniform in [0, 1), and the clock of cool-offs, the
-	// breaker, the pace timer and LastRun.
-	roll func() float64
-	now  func() time.Time
-
-	// pressureRead replaces the scheduler reading of the pressure gate: the
-	// p99 it returns, and false for "too few events to judge".
-	pressureRead func() (p99 time.Duration, ok bool)
+	// The roll, the clock and the pressure reading, set by this module's
+	// tests only (internal/seams).
+	testSeams
 
 	// tickDenseGap replaces tickDenseGap (schedule.go).
 	tickDenseGap time.Duration
 }
 
-func init() {
-	hooks.RecruiterConfig = func(cfg any, roll func() float64, now func() time.Time) any {
-		c := cfg.(Config)
-		c.roll, c.now = roll, now
-		return c
-	}
-	hooks.RecruiterPressure = func(cfg any, read func() (time.Duration, bool)) any {
-		c := cfg.(Config)
-		c.pressureRead = read
-		return c
-	}
-}
+type testSeams = seams.Recruiter
 
 func (c Config) withDefaults() Config {
 	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, breakerCooldownDefault)
@@ -145,9 +125,6 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.tickDenseGap = cmp.Or(c.tickDenseGap, tickDenseGap)
-	if c.roll == nil {
-		c.roll = rand.Float64
-	}
 	return c
 }
 
@@ -273,7 +250,7 @@ func (c JobConfig) validate(job string) error {
 		case c.Budget < budgetMin || c.Budget > budgetMax:
 			return fmt.Errorf("%w %q: Budget %v is not in [%v, %v]", ErrInvalidJob, job, c.Budget, budgetMin, budgetMax)
 		}
-		if _, err := parseSchedule(c.Schedule); err != nil {
+		if _, err := schedule.Parse(c.Schedule); err != nil {
 			return fmt.Errorf("%w %q: Schedule %q: %v", ErrInvalidJob, job, c.Schedule, err)
 		}
 		return nil

@@ -1,6 +1,11 @@
 package recruiter
 
-import "time"
+import (
+	"time"
+
+	"github.com/worksteal/worksteal/internal/schedule"
+	"github.com/worksteal/worksteal/internal/seams"
+)
 
 // What this package's tests need of its internals.
 
@@ -16,7 +21,7 @@ const (
 
 // Hooked returns cfg with the given roll and clock (nil keeps a default).
 func Hooked(cfg Config, roll func() float64, now func() time.Time) Config {
-	cfg.roll, cfg.now = roll, now
+	seams.SetRoll(&cfg, roll, now)
 	return cfg
 }
 
@@ -28,7 +33,7 @@ const (
 // WithPressureRead returns cfg whose pressure gate reads its p99 from read
 // instead of the Go scheduler.
 func WithPressureRead(cfg Config, read func() (p99 time.Duration, ok bool)) Config {
-	cfg.pressureRead = read
+	seams.SetPressure(&cfg, read)
 	return cfg
 }
 
@@ -41,9 +46,9 @@ func WithTickDenseGap(cfg Config, gap time.Duration) Config {
 }
 
 var ParseSchedule = func(expr string) (next func(time.Time) time.Time, err error) {
-	s, err := parseSchedule(expr)
+	s, err := schedule.Parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	return s.next, nil
+	return s.Next, nil
 }

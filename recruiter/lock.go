@@ -10,14 +10,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/joblock"
 )
 
 // A job's lock is one Redis hash, {prefix}:lock:{job}: the token of the
 // slice that runs the job and until when it holds, until when the job
 // rests or is paused, and what its mode keeps there (lock_acquire.lua says
-// each field). Every assumption about that key lives in this file, and
-// every step is a script that reads before it acts, with times from
-// Redis's clock.
+// each field). Every assumption about that key lives in this file, but
+// its name, its reading and its pause, which operators' tools share
+// (internal/joblock); every step is a script that reads before it acts,
+// with times from Redis's clock.
 type jobLock struct {
 	key    string
 	ttl    time.Duration // of a running slice's lock: lockTTL(budget)
@@ -25,7 +28,7 @@ type jobLock struct {
 }
 
 func newJobLock(prefix, name string, cfg JobConfig) jobLock {
-	return jobLock{key: prefix + ":lock:" + name, ttl: lockTTL(cfg.Budget), slices: max(cfg.Slices, 1)}
+	return jobLock{key: joblock.Key(prefix, name), ttl: lockTTL(cfg.Budget), slices: max(cfg.Slices, 1)}
 }
 
 // The scripts compare before they act; Run rather than RunRO, as
@@ -50,10 +53,6 @@ var (
 	//go:embed lock_seat.lua
 	seatSource string
 	seatScript = redis.NewScript(seatSource)
-
-	//go:embed lock_pause.lua
-	pauseSource string
-	pauseScript = redis.NewScript(pauseSource)
 )
 
 // errLockNotHeld: the lock was no longer this slice's (it expired, and
@@ -219,13 +218,13 @@ func parseGrant(reply []any) (g grant, err error) {
 }
 
 // bounded turns milliseconds from Redis into a duration no longer than
-// pauseMax (the longest wait of ours), so that a TTL of centuries set by
+// joblock.PauseMax (the longest wait of ours), so that a TTL of centuries set by
 // hand cannot overflow the cool-off's unix nanoseconds; negative stays -1.
 func bounded(ms int64) time.Duration {
 	if ms < 0 {
 		return -1
 	}
-	return time.Duration(min(ms, pauseMax.Milliseconds())) * time.Millisecond
+	return time.Duration(min(ms, joblock.PauseMax.Milliseconds())) * time.Millisecond
 }
 
 // refresh gives the held lock ttl more to live.
@@ -261,11 +260,6 @@ func (h heldLock) rest(ctx context.Context, d time.Duration) error {
 		return h.release(ctx, releasePlain)
 	}
 	return held(restScript.Run(ctx, h.rdb, []string{h.lock.key}, h.token, d.Milliseconds()).Int64())
-}
-
-// pause pauses the job for d, fleet-wide; d == 0 resumes it.
-func (l *jobLock) pause(ctx context.Context, rdb redis.Scripter, d time.Duration) error {
-	return pauseScript.Run(ctx, rdb, []string{l.key}, d.Milliseconds()).Err()
 }
 
 func held(n int64, err error) error {

@@ -3,6 +3,8 @@ package recruiter
 import (
 	"context"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/schedule"
 )
 
 // A job runs at one of three paces, fixed at registration, each a type
@@ -35,7 +37,7 @@ type mode interface {
 func newMode(name string, cfg JobConfig, rcfg Config, now time.Time) mode {
 	switch {
 	case cfg.Schedule != "":
-		s, _ := parseSchedule(cfg.Schedule) // validated at registration
+		s, _ := schedule.Parse(cfg.Schedule) // validated at registration
 		return newTicks(s, rcfg.tickDenseGap, now)
 	case cfg.Rate == 0:
 		return newPace(name, cfg.Every, now)

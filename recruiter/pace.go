@@ -182,13 +182,11 @@ func (p *pace) learn(s *slice, v visit, _ time.Time) {
 	}
 }
 
-// handOn: a backlog makes a streak: each slice that reports More grows
-// it (its process comes back sooner), one that caught up but found items
-// holds it (the producer is still at work), one that found nothing
-// shrinks it, and the streak ends at zero; a slice of a streak reopens
-// its slot. Otherwise the slot's run is taken: the process stays away
-// until its planned visit (s.until), and the lock is left to expire, with
-// no round trip, unless it would outlive the slot.
+// handOn: a backlog's streak brings its process back sooner, so that the
+// fleet follows the work rather than the pace; a slice that found items
+// holds it, as the producer is still at work. Outside a streak the lock
+// is left to expire, saving a round trip, unless it would outlive the
+// slot.
 func (p *pace) handOn(ctx context.Context, s *slice, res result, now time.Time) error {
 	e, g := s.e, s.g
 	more := res.Outcome == OutcomeRan && res.More

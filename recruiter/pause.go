@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/joblock"
 )
 
 // ErrUnknownJob is returned by [Recruiter.Pause] and [Recruiter.Resume]
@@ -22,8 +24,8 @@ const pauseRecheck = time.Second
 // visit to the job's lock, where a paused job is an outcome,
 // skipped_paused. The job must be registered in r.
 func (r *Recruiter) Pause(ctx context.Context, job string, d time.Duration) error {
-	if d <= 0 || d > pauseMax {
-		return fmt.Errorf("recruiter: pause %q for %v: the duration must be positive and at most %v", job, d, pauseMax)
+	if d <= 0 || d > joblock.PauseMax {
+		return fmt.Errorf("recruiter: pause %q for %v: the duration must be positive and at most %v", job, d, joblock.PauseMax)
 	}
 	return r.setPause(ctx, job, d)
 }
@@ -51,7 +53,7 @@ func (r *Recruiter) setPause(ctx context.Context, job string, d time.Duration) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
-	if err := e.lock.pause(ctx, r.rdb, d); err != nil {
+	if err := joblock.Pause(ctx, r.rdb, e.lock.key, d); err != nil {
 		return fmt.Errorf("recruiter: pause or resume %q: %w", job, err)
 	}
 	now := r.now()

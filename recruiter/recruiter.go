@@ -13,13 +13,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/seams"
 )
 
 // Recruiter holds jobs and recruits workers for their slices. It is safe
 // for concurrent use; create one per process with [New].
 type Recruiter struct {
 	cfg     Config
-	now     func() time.Time // cfg.now, or a cheaper reading of the monotonic clock
+	now     func() time.Time // the test seam's, or a cheaper reading of the monotonic clock
+	roll    func() float64   // an enlistment's draw: the test seam's, or math/rand/v2's
 	rdb     redis.UniversalClient
 	tel     *instruments
 	breaker breaker
@@ -77,8 +79,11 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		// that the acquire script compares them as strings.
 		born: fmt.Sprintf("%016d%04d", time.Now().UnixMicro(), rand.IntN(10000)),
 	}
-	r.pressure = newPressureGate(cfg.Pressure, cfg.pressureRead)
-	r.now = cfg.now
+	r.pressure = newPressureGate(cfg.Pressure, seams.Pressure(&cfg))
+	r.now, r.roll = seams.Now(&cfg), seams.Roll(&cfg)
+	if r.roll == nil {
+		r.roll = rand.Float64
+	}
 	if r.now == nil {
 		// time.Since reads only the monotonic clock: half the cost of
 		// time.Now on the drawn path, and immune to wall-clock steps.
@@ -168,7 +173,7 @@ func (d Draw) Job() string {
 // job that this process knows it cannot run now (cooling off, breaker
 // open, all slice slots busy, shut down) is dismissed too.
 func (r *Recruiter) Draw() Draw {
-	roll := r.cfg.roll()
+	roll := r.roll()
 	sum := 0.0
 	for _, e := range r.jobs.Load().entries {
 		share := e.share.Load()

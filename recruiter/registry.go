@@ -2,13 +2,9 @@ package recruiter
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/registry"
 )
@@ -17,22 +13,6 @@ import (
 // types for operators' tools. A recruiter writes it from its pace timer,
 // never on a caller's path: Register has no context and must not wait on
 // Redis, and the first write comes only once a slice has reached Redis.
-
-func init() {
-	registry.PauseJob = func(ctx context.Context, rdb redis.Scripter, prefix, job string, d time.Duration) error {
-		l := jobLock{key: prefix + ":lock:" + job}
-		return l.pause(ctx, rdb, d)
-	}
-	registry.ReadLock = readLock
-	registry.NextTick = func(expr string, after time.Time) (time.Time, error) {
-		s, err := parseSchedule(expr)
-		if err != nil {
-			return time.Time{}, err
-		}
-		return s.next(after), nil
-	}
-	registry.PauseMax = pauseMax
-}
 
 // registryState is what a recruiter wrote to the registry.
 type registryState struct {
@@ -70,49 +50,4 @@ func (r *Recruiter) writeRegistry() {
 		return
 	}
 	r.registry.written.Store(ros)
-}
-
-// readLock reads a job's lock (lock_acquire.lua says its fields) in one
-// pipeline of plain reads, so that a read-only ACL user can run it.
-func readLock(ctx context.Context, rdb redis.UniversalClient, prefix, job string) (registry.Lock, error) {
-	key := prefix + ":lock:" + job
-	pipe := rdb.Pipeline()
-	tc := pipe.Time(ctx)
-	fc := pipe.HMGet(ctx, key, "held", "rest", "paused", "tick", "fleet", "streak")
-	ec := pipe.Exists(ctx, key)
-	_, err := pipe.Exec(ctx)
-	var l registry.Lock
-	if tc.Err() != nil || ec.Err() != nil {
-		return l, errors.Join(tc.Err(), ec.Err())
-	}
-	l.Now, l.Exists = tc.Val(), ec.Val() == 1
-	if err != nil {
-		if l.Exists {
-			l.Legacy = true // WRONGTYPE: a string lock
-			return l, nil
-		}
-		return l, err
-	}
-	f := fc.Val()
-	at := func(v any) time.Time {
-		s, _ := v.(string)
-		ms, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || ms <= l.Now.UnixMilli() {
-			return time.Time{}
-		}
-		return time.UnixMilli(ms)
-	}
-	l.HeldUntil, l.RestUntil, l.PausedUntil = at(f[0]), at(f[1]), at(f[2])
-	if s, ok := f[3].(string); ok {
-		if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 {
-			l.Tick = time.UnixMilli(ms)
-		}
-	}
-	if s, ok := f[4].(string); ok {
-		l.Fleet, _ = strconv.ParseFloat(s, 64)
-	}
-	if s, ok := f[5].(string); ok {
-		l.Streak, _ = strconv.Atoi(s)
-	}
-	return l, nil
 }

@@ -2,15 +2,12 @@ package recruiter
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"github.com/worksteal/worksteal/internal/schedule"
 )
 
 // A job with [JobConfig].Schedule runs once per tick of its cron
@@ -46,142 +43,10 @@ const tickSpread = 100 * time.Millisecond
 // visits every tick.
 const tickDenseGap = time.Minute
 
-// scheduleParser reads 5-field expressions, an optional leading seconds
-// field, and descriptors (@hourly, @daily, …); CRON_TZ= or TZ= before
-// them names the time zone (default UTC).
-var scheduleParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// schedule is a parsed Schedule.
-type schedule struct {
-	expr string
-	spec *cron.SpecSchedule
-	gap  time.Duration // the shortest gap between its next ticks, as sampled at registration
-}
-
-// parseSchedule parses expr, and refuses what cannot be a fleet's shared
-// ticks: @every (its ticks count from each process's start: use Every),
-// and a schedule with no tick in the next five years.
-func parseSchedule(expr string) (s schedule, err error) {
-	defer func() {
-		// The parser panics on some inputs (TZ=0): an error, never a crash.
-		if v := recover(); v != nil {
-			s, err = schedule{}, fmt.Errorf("the parser failed on it: %v", v)
-		}
-	}()
-	if strings.HasPrefix(strings.TrimSpace(expr), "@every") {
-		return schedule{}, errors.New("@every counts from each process's start, so processes disagree on its ticks: use Every")
-	}
-	if err := checkZone(expr); err != nil {
-		return schedule{}, err
-	}
-	parsed, err := scheduleParser.Parse(expr)
-	if err != nil {
-		return schedule{}, err
-	}
-	if err := checkSteps(expr); err != nil {
-		return schedule{}, err
-	}
-	spec, ok := parsed.(*cron.SpecSchedule)
-	if !ok {
-		return schedule{}, errors.New("not a calendar schedule")
-	}
-	s = schedule{expr: expr, spec: spec}
-	t := time.Now()
-	for i := range 4 {
-		next := s.next(t)
-		if next.IsZero() {
-			return schedule{}, errors.New("it has no tick in the next five years")
-		}
-		if gap := next.Sub(t); i > 0 && (s.gap == 0 || gap < s.gap) {
-			s.gap = gap
-		}
-		t = next
-	}
-	return s, nil
-}
-
-// checkZone refuses an empty CRON_TZ= or TZ=, which the parser reads as
-// UTC: a zone left out by mistake would run its ticks hours off.
-func checkZone(expr string) error {
-	expr = strings.TrimSpace(expr)
-	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
-		if rest, ok := strings.CutPrefix(expr, prefix); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
-			return fmt.Errorf("%s names no time zone: name one (%sUTC for UTC)", prefix, prefix)
-		}
-	}
-	return nil
-}
-
-// fieldSizes are the number of values of each field of a parsed
-// expression, by its number of fields (seconds first when it has six).
-var fieldSizes = map[int][]int{5: {60, 24, 31, 12, 7}, 6: {60, 60, 24, 31, 12, 7}}
-
-// checkSteps refuses a step as long as its field or longer (*/60 in
-// minutes, */24 in hours), which the parser accepts but which keeps only
-// the first value: "every 70 seconds" would run once a minute. expr has
-// been parsed.
-func checkSteps(expr string) error {
-	fields := strings.Fields(expr)
-	if len(fields) > 0 && strings.Contains(fields[0], "TZ=") {
-		fields = fields[1:]
-	}
-	sizes := fieldSizes[len(fields)] // none for a descriptor
-	if len(fields) != len(sizes) {
-		return nil
-	}
-	for i, field := range fields {
-		for part := range strings.SplitSeq(field, ",") {
-			_, stepText, ok := strings.Cut(part, "/")
-			if step, err := strconv.Atoi(stepText); ok && err == nil && step >= sizes[i] {
-				return fmt.Errorf("the step of %q keeps only its first value: a step must be under %d, the number of values of its field", part, sizes[i])
-			}
-		}
-	}
-	return nil
-}
-
-// next is the first tick after t; zero if none within five years. A
-// local time that a daylight-saving change repeats has one tick, the
-// first; one that it skips has none that day.
-func (s schedule) next(t time.Time) time.Time {
-	n := s.spec.Next(t)
-	if n.IsZero() {
-		return n
-	}
-	loc := s.spec.Location
-	if prev := t.In(loc); !t.IsZero() && sameWallClock(prev, n.In(loc)) {
-		return s.spec.Next(n)
-	}
-	return n
-}
-
-func sameWallClock(a, b time.Time) bool {
-	ay, am, ad := a.Date()
-	by, bm, bd := b.Date()
-	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
-}
-
-// due is the tick a visit at now (Redis's clock) should name: the latest
-// tick after last and not after now, or zero if none is; after an outage,
-// the latest of the missed ticks. It looks at most tickScan ticks.
-func (s schedule) due(last, now time.Time) time.Time {
-	var due time.Time
-	for t, i := s.next(last), 0; !t.IsZero() && !t.After(now); t, i = s.next(t), i+1 {
-		due = t
-		if i == tickScan {
-			// A dense schedule after a long outage: skip to the last gap.
-			return s.due(now.Add(-2*s.gap), now)
-		}
-	}
-	return due
-}
-
-const tickScan = 10000
-
 // ticks is a schedule, the mode of a job with Schedule: its state in this
 // process.
 type ticks struct {
-	sched   schedule
+	sched   schedule.Schedule
 	dense   time.Duration // tickDenseGap, or a test's
 	last    atomic.Int64  // unix ms of the latest tick known taken or skipped, fleet-wide (at first: registration)
 	offset  atomic.Int64  // ns: Redis's clock minus this process's, as the last reply showed
@@ -192,7 +57,7 @@ type ticks struct {
 	late    atomic.Int64  // ns: how long after its tick, on Redis's clock, that run began
 }
 
-func newTicks(s schedule, dense time.Duration, now time.Time) *ticks {
+func newTicks(s schedule.Schedule, dense time.Duration, now time.Time) *ticks {
 	t := &ticks{sched: s, dense: dense}
 	t.last.Store(now.UnixMilli())
 	return t
@@ -203,7 +68,7 @@ func newTicks(s schedule, dense time.Duration, now time.Time) *ticks {
 // for gone after a gap and a half without its visit.
 func (t *ticks) visit(_ *entry, _ bool, now time.Time) visit {
 	tick := t.visiting(now)
-	gap := t.sched.next(tick).Sub(tick)
+	gap := t.sched.Next(tick).Sub(tick)
 	weight := t.weight.Load()
 	v := visit{tick: tick, carrierSilence: gap + gap/2, watcherSilence: 2 * watchEvery * gap}
 	if weight == 0 {
@@ -234,7 +99,7 @@ func (t *ticks) learn(s *slice, v visit, sent time.Time) {
 func (t *ticks) handOn(ctx context.Context, s *slice, res result, _ time.Time) error {
 	e := s.e
 	e.coolOff(s.until)
-	if next := t.sched.next(s.tick); res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < next.Sub(s.tick) {
+	if next := t.sched.Next(s.tick); res.Duration <= e.cfg.Budget && e.lock.ttl+e.lock.ttl/8 < next.Sub(s.tick) {
 		return nil
 	}
 	return s.lock.release(ctx, releasePlain)
@@ -275,21 +140,21 @@ func strideOf(g grant) int {
 func (t *ticks) plan(now time.Time, stride int) time.Time {
 	last := time.UnixMilli(t.last.Load())
 	chance := 1.0
-	if fleet := t.count.Load(); t.sched.gap < t.dense && fleet > tickVisits {
-		chance = max(tickVisits/fleet, float64(t.sched.gap)/float64(t.dense))
+	if fleet := t.count.Load(); t.sched.Gap() < t.dense && fleet > tickVisits {
+		chance = max(tickVisits/fleet, float64(t.sched.Gap())/float64(t.dense))
 	}
 	rnow := t.redisNow(now)
-	tick := t.sched.due(last, rnow)
+	tick := t.sched.Due(last, rnow)
 	if tick.IsZero() {
-		tick = t.sched.next(last)
+		tick = t.sched.Next(last)
 	}
 	weight := 1 / chance
-	for i := 0; i < tickScan && chance < 1 && rand.Float64() >= chance && tick.After(rnow); i++ {
+	for i := 0; i < schedule.ScanMax && chance < 1 && rand.Float64() >= chance && tick.After(rnow); i++ {
 		if i == stride-1 {
 			weight = 0 // the carrier's visit, or its watcher's
 			break
 		}
-		tick = t.sched.next(tick) // another process's turn, as likely as not
+		tick = t.sched.Next(tick) // another process's turn, as likely as not
 	}
 	t.want.Store(tick.UnixMilli())
 	t.weight.Store(weight)
@@ -320,10 +185,10 @@ func (t *ticks) heard(g grant, sent, received time.Time) {
 // next if none is (Redis then says it has not come).
 func (t *ticks) visiting(now time.Time) time.Time {
 	last := time.UnixMilli(t.last.Load())
-	if due := t.sched.due(last, t.redisNow(now)); !due.IsZero() {
+	if due := t.sched.Due(last, t.redisNow(now)); !due.IsZero() {
 		return due
 	}
-	return t.sched.next(last)
+	return t.sched.Next(last)
 }
 
 // tickHoldMax bounds how long past its tick a local gate (the pressure
@@ -339,7 +204,7 @@ func (e *entry) tickOverdue(now time.Time) bool {
 	if !ok {
 		return false
 	}
-	return t.redisNow(now).Sub(t.visiting(now)) >= min(tickHoldMax, t.sched.gap/2)
+	return t.redisNow(now).Sub(t.visiting(now)) >= min(tickHoldMax, t.sched.Gap()/2)
 }
 
 type tickKey struct{}

@@ -223,7 +223,7 @@ func (s *jobStats) snapshot(e *entry) JobStats {
 	case *pace:
 		js.Automatic = true
 	case *ticks:
-		js.Schedule, js.Late = t.sched.expr, time.Duration(t.late.Load())
+		js.Schedule, js.Late = t.sched.String(), time.Duration(t.late.Load())
 		if ms := t.want.Load(); ms != 0 {
 			js.NextTick = time.UnixMilli(ms)
 		}

@@ -69,13 +69,13 @@ func BenchmarkTasksVsRawQueue(b *testing.B) {
 				job, err = jobs.Drain(q, func(context.Context, queue.Item) ([]byte, error) { return result, nil }, cfg)
 			case "tasks-bytes":
 				mux := tasks.NewMux(tasks.WithCodec(bytesCodec{}))
-				if err := tasks.Handle(mux, "add", func(context.Context, []byte) ([]byte, error) { return result, nil }); err != nil {
+				if err := handle(mux, "add", func(context.Context, []byte) ([]byte, error) { return result, nil }); err != nil {
 					b.Fatal(err)
 				}
 				job, err = mux.Job(q, cfg)
 			default:
 				mux := tasks.NewMux()
-				if err := tasks.Handle(mux, "add", add); err != nil {
+				if err := handle(mux, "add", add); err != nil {
 					b.Fatal(err)
 				}
 				job, err = mux.Job(q, cfg)
@@ -156,24 +156,24 @@ func BenchmarkEnqueueMany(b *testing.B) {
 			for i := range batch {
 				batch[i] = args
 			}
-			if _, err := tasks.EnqueueMany(ctx, c, "add", batch[:1], v.opts...); err != nil {
+			if _, err := enqueueMany(ctx, c, "add", batch[:1], v.opts...); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tasks.Enqueue(ctx, c, "add", args, v.opts...); err != nil {
+			if _, err := enqueue(ctx, c, "add", args, v.opts...); err != nil {
 				b.Fatal(err)
 			}
 			before := rt.Load()
 			b.ResetTimer()
 			for done := 0; done < b.N; {
 				if v.k == 0 {
-					if _, err := tasks.Enqueue(ctx, c, "add", args, v.opts...); err != nil {
+					if _, err := enqueue(ctx, c, "add", args, v.opts...); err != nil {
 						b.Fatal(err)
 					}
 					done++
 					continue
 				}
 				n := min(v.k, b.N-done)
-				if _, err := tasks.EnqueueMany(ctx, c, "add", batch[:n], v.opts...); err != nil {
+				if _, err := enqueueMany(ctx, c, "add", batch[:n], v.opts...); err != nil {
 					b.Fatal(err)
 				}
 				done += n
@@ -219,7 +219,7 @@ func BenchmarkClaimLimits(b *testing.B) {
 				"half-set-aside": {"held": {Running: 1}},
 			}[kind]
 			for typ, l := range limits {
-				if err := c.SetLimit(ctx, typ, l); err != nil {
+				if err := tasks.Raw(typ).SetLimit(ctx, c, l); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -242,7 +242,7 @@ func BenchmarkClaimLimits(b *testing.B) {
 					args[i] = json.RawMessage(`{"A":1,"B":2}`)
 				}
 				for _, p := range []string{"critical", "default", "low"} {
-					if _, err := tasks.EnqueueMany(ctx, c, "add", args, tasks.Priority(p)); err != nil {
+					if _, err := enqueueMany(ctx, c, "add", args, tasks.Priority(p)); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -19,7 +19,7 @@ import (
 // or running task returns about 150 ms after its script ran (or, if ctx
 // ends first, an error wrapping ctx's: the task is canceled but may yet
 // start). Either way the task's waiters
-// ([Call], [queue.Queue.Wait], [WaitChain], [WaitFanOut]) return an
+// ([Task.Call], [queue.Queue.Wait], [WaitChain], [WaitFanOut]) return an
 // error wrapping queue.ErrCanceled at once, and its [Unique] key is free.
 //
 // A chain's id cancels its current step, so that no later step runs

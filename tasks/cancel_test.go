@@ -113,7 +113,7 @@ func TestCancelEndsCallsAndFreesUniqueKey(t *testing.T) {
 	id := mustEnqueueWith(t, b.client, "add", addArgs{A: 1}, key)
 	done := make(chan error, 1)
 	go func() { // shares the task through its key
-		_, err := tasks.Call[addArgs, sum](ctx, b.client, "add", addArgs{A: 2}, key)
+		_, err := tasks.Define[addArgs, sum]("add").Call(ctx, b.client, addArgs{A: 2}, key)
 		done <- err
 	}()
 	testrig.Eventually(t, 10*time.Second, "the Call waiting", func() bool {
@@ -158,7 +158,7 @@ func TestCancelChainRunsNoLaterStep(t *testing.T) {
 	var later atomic.Int64
 	mustHandle(t, b.mux, "later", func(context.Context, string) (string, error) { later.Add(1); return "", nil })
 	ctx := testrig.Context(t, 30*time.Second)
-	id, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{{Type: "block", Args: "1"}, {Type: "later", Args: "2"}, {Type: "later", Args: "3"}})
+	id, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{stepOf("block", "1"), stepOf("later", "2"), stepOf("later", "3")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestCancelFanOutRunsNoFinalStep(t *testing.T) {
 	var finals atomic.Int64
 	mustHandle(t, b.mux, "final", func(context.Context, string) (string, error) { finals.Add(1); return "", nil })
 	ctx := testrig.Context(t, 30*time.Second)
-	id, err := tasks.EnqueueFanOut(ctx, b.client, []tasks.Step{{Type: "block", Args: "1"}, {Type: "block", Args: "2"}}, tasks.Step{Type: "final", Args: "f"})
+	id, err := tasks.EnqueueFanOut(ctx, b.client, []tasks.Step{stepOf("block", "1"), stepOf("block", "2")}, stepOf("final", "f"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func cancelRaces(t *testing.T, addr string, cluster *redistest.Cluster) {
 	for i := range args {
 		args[i] = i
 	}
-	ids, err := tasks.EnqueueMany(ctx, c, "work", args)
+	ids, err := enqueueMany(ctx, c, "work", args)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestCancelClaimedTaskNeverStarts(t *testing.T) {
 	enqueue := map[string]func(t *testing.T, c *claimedSetup) string{
 		"task": func(t *testing.T, c *claimedSetup) string { return mustEnqueue(t, c.client, "quick", "q") },
 		"chain": func(t *testing.T, c *claimedSetup) string {
-			id, err := tasks.EnqueueChain(context.Background(), c.client, []tasks.Step{{Type: "quick", Args: "1"}, {Type: "later", Args: "2"}})
+			id, err := tasks.EnqueueChain(context.Background(), c.client, []tasks.Step{stepOf("quick", "1"), stepOf("later", "2")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,9 +65,9 @@ func TestCancelClaimedTaskNeverStarts(t *testing.T) {
 		"fan-out": func(t *testing.T, c *claimedSetup) string {
 			children := make([]tasks.Step, 5)
 			for i := range children {
-				children[i] = tasks.Step{Type: "child", Args: "c"}
+				children[i] = stepOf("child", "c")
 			}
-			id, err := tasks.EnqueueFanOut(context.Background(), c.client, children, tasks.Step{Type: "final", Args: "f"})
+			id, err := tasks.EnqueueFanOut(context.Background(), c.client, children, stepOf("final", "f"))
 			if err != nil {
 				t.Fatal(err)
 			}

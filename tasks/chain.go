@@ -7,41 +7,37 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
-// Bounds of a chain: the storage's (qstore.ChainStep).
-const (
-	chainIDMax    = qstore.ChainIDMax
-	chainStepsMax = qstore.ChainStepsMax
-)
+// chainStepsMax bounds a chain: the storage's (qstore.ChainStep).
+const chainStepsMax = qstore.ChainStepsMax
 
 // Step is one task of a chain ([EnqueueChain]) or of a fan-out
-// ([EnqueueFanOut]): its type and arguments, which the client's codec
-// encodes at the enqueue. [Task.Step] makes one whose arguments are the
-// Task's. A step made by [Pipe] (or [Task.Pipe]) takes the previous
-// step's result as its arguments instead.
+// ([EnqueueFanOut]), made by [Task.Step], whose arguments the client's
+// codec encodes at the enqueue, or by [Task.Pipe], which takes the
+// previous step's result as its arguments instead.
 type Step struct {
+	// Deprecated: make a Step with [Task.Step] or [Task.Pipe] ([Raw] for
+	// a type known only at run time); the fields will be unexported.
 	Type string
+	// Deprecated: make a Step with [Task.Step].
 	Args any
 	pipe bool
+	raw  bool // Args are a Raw task's bytes
 }
-
-// Pipe is a step of type typ whose arguments are the previous step's
-// result, as that step's handler returned it: its handler's argument type
-// must decode what the previous one's result type encodes, or the step
-// fails with [ErrDecode]. It cannot be a chain's first step.
-func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
 
 // EnqueueChain adds a chain of tasks, A → B → C, to the client's queue
 // and returns the chain's id (its first task's id). Only the first step
 // is enqueued: the [Mux] job enqueues each next step in the same script
 // call that acks the step before it, with that step's result available to
-// it ([PreviousResult], or as its arguments with [Pipe]), so that no step
+// it ([PreviousResult], or as its arguments with [Task.Pipe]), so that no step
 // is lost between two and none that succeeded runs again. A step that
-// fails its last attempt stops the chain in the dead letters; requeued
-// ([queue.Queue.RequeueDead]), it runs on. [ChainStatus] reads the
-// chain's progress; [WaitChain] waits for its end.
+// fails its last attempt stops the chain in the dead letters; retried
+// ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]), it
+// runs on. [ChainStatus] reads the chain's progress; [WaitChain] waits
+// for its end.
 //
 // The options apply to the chain: [Delay] delays its first step,
 // [Attempts] gives every step that many attempts, and [Unique] holds its
@@ -50,7 +46,7 @@ func Pipe(typ string) Step { return Step{Type: typ, pipe: true} }
 // returns this chain's id.
 //
 // A chain has 1 to 1000 steps; no steps, a step of an invalid type, a
-// first step made by Pipe, arguments that do not encode or an invalid
+// first step made by Task.Pipe, arguments that do not encode or an invalid
 // option fail the call with [ErrInvalidArgument], adding nothing. The
 // arguments of every step travel with each step, in one queue item:
 // together they must fit the queue's MaxPayload, with the largest previous
@@ -67,7 +63,7 @@ func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueO
 	env.Chain.Unique = o.Unique
 	so := storeOptions(o)
 	so.Chain = qstore.ChainStep{Step: 1, Steps: len(steps)}
-	id, _, err := c.st.EnqueueWith(ctx, env.encode(), so)
+	id, _, err := c.st.EnqueueWith(ctx, env.Encode(), so)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return "", fmt.Errorf("%w: enqueue chain: %w", ErrInvalidArgument, err)
 	}
@@ -78,39 +74,39 @@ func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueO
 }
 
 // chainEnvelope is the envelope of a chain's first step.
-func chainEnvelope(c *Client, steps []Step) (envelope, error) {
+func chainEnvelope(c *Client, steps []Step) (taskenv.Envelope, error) {
 	switch {
 	case c == nil:
-		return envelope{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+		return taskenv.Envelope{}, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
 	case len(steps) == 0:
-		return envelope{}, fmt.Errorf("%w: a chain of zero steps", ErrInvalidArgument)
+		return taskenv.Envelope{}, fmt.Errorf("%w: a chain of zero steps", ErrInvalidArgument)
 	case len(steps) > chainStepsMax:
-		return envelope{}, fmt.Errorf("%w: a chain of %d steps, above %d", ErrInvalidArgument, len(steps), chainStepsMax)
+		return taskenv.Envelope{}, fmt.Errorf("%w: a chain of %d steps, above %d", ErrInvalidArgument, len(steps), chainStepsMax)
 	case steps[0].pipe:
-		return envelope{}, fmt.Errorf("%w: chain step 1 (%s) is piped, and has no previous result", ErrInvalidArgument, steps[0].Type)
+		return taskenv.Envelope{}, fmt.Errorf("%w: chain step 1 (%s) is piped, and has no previous result", ErrInvalidArgument, steps[0].Type)
 	}
-	encoded := make([]encodedStep, len(steps))
+	encoded := make([]taskenv.Step, len(steps))
 	for i, s := range steps {
 		if err := names.Check(s.Type); err != nil {
-			return envelope{}, fmt.Errorf("%w: chain step %d: task type: %v", ErrInvalidArgument, i+1, err)
+			return taskenv.Envelope{}, fmt.Errorf("%w: chain step %d: task type: %v", ErrInvalidArgument, i+1, err)
 		}
-		encoded[i] = encodedStep{Type: s.Type, Piped: s.pipe}
+		encoded[i] = taskenv.Step{Type: s.Type, Piped: s.pipe}
 		if !s.pipe {
-			data, err := c.codec.Marshal(s.Args)
+			data, err := marshal(c.codec, s.raw, s.Args)
 			if err != nil {
-				return envelope{}, fmt.Errorf("%w: chain step %d: arguments of %s: %w", ErrInvalidArgument, i+1, s.Type, err)
+				return taskenv.Envelope{}, fmt.Errorf("%w: chain step %d: arguments of %s: %w", ErrInvalidArgument, i+1, s.Type, err)
 			}
 			encoded[i].Args = data
 		}
 	}
-	return envelope{Type: encoded[0].Type, Codec: c.codec.Name(), Args: encoded[0].Args,
-		Chain: &chainPart{Step: 1, Steps: len(steps), Rest: encoded[1:]}}, nil
+	return taskenv.Envelope{Type: encoded[0].Type, Codec: c.codec.Name(), Args: encoded[0].Args,
+		Chain: &taskenv.Chain{Step: 1, Steps: len(steps), Rest: encoded[1:]}}, nil
 }
 
-// next is the envelope and the queue's follow-up of the step after the
-// one env is, whose item is id and whose handler returned result; nil
+// nextStep is the envelope and the queue's follow-up of the step after
+// the one env is, whose item is id and whose handler returned result; nil
 // after the last step.
-func (env envelope) next(id string, result []byte) *qstore.FollowUp {
+func nextStep(env taskenv.Envelope, id string, result []byte) *qstore.FollowUp {
 	c := env.Chain
 	if c == nil || len(c.Rest) == 0 {
 		return nil
@@ -124,10 +120,10 @@ func (env envelope) next(id string, result []byte) *qstore.FollowUp {
 	if s.Piped {
 		args = result
 	}
-	next := envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &chainPart{
+	next := taskenv.Envelope{Type: s.Type, Codec: env.Codec, Args: args, Chain: &taskenv.Chain{
 		ID: chain, Unique: c.Unique, Step: c.Step + 1, Steps: c.Steps, Piped: s.Piped, Prev: result, Rest: c.Rest[1:],
 	}}
-	return &qstore.FollowUp{Payload: next.encode(), Chain: qstore.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
+	return &qstore.FollowUp{Payload: next.Encode(), Chain: qstore.ChainStep{ID: chain, Step: c.Step + 1, Steps: c.Steps}, Unique: c.Unique}
 }
 
 // ChainStatus reads the progress of the chain id in one script call: its

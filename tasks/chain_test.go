@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
@@ -64,9 +65,9 @@ func oneBatch(t *testing.T, b *bundle) {
 
 func chainOf(label string, a, b int) []tasks.Step {
 	return []tasks.Step{
-		{Type: "add", Args: addArgs{A: a, B: b, Label: label}},
-		tasks.Pipe("double"),
-		{Type: "label", Args: labelArgs{Label: label}},
+		stepOf("add", addArgs{A: a, B: b, Label: label}),
+		pipeOf("double"),
+		stepOf("label", labelArgs{Label: label}),
 	}
 }
 
@@ -168,7 +169,7 @@ func TestChainStopsAtADeadStep(t *testing.T) {
 	chainMux(t, b, ran)
 	ctx := testrig.Context(t, 30*time.Second)
 	id, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{
-		{Type: "add", Args: addArgs{A: 1}}, {Type: "fail"}, {Type: "label", Args: labelArgs{}}})
+		stepOf("add", addArgs{A: 1}), stepOf("fail", nil), stepOf("label", labelArgs{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestChainOptions(t *testing.T) {
 	ran := map[string]*atomic.Int64{}
 	chainMux(t, b, ran)
 	ctx := testrig.Context(t, 30*time.Second)
-	steps := []tasks.Step{{Type: "add", Args: addArgs{A: 1}}, {Type: "fail"}, {Type: "label", Args: labelArgs{}}}
+	steps := []tasks.Step{stepOf("add", addArgs{A: 1}), stepOf("fail", nil), stepOf("label", labelArgs{})}
 	once := []tasks.EnqueueOption{tasks.Unique("nightly", time.Hour), tasks.Attempts(1)}
 	id, err := tasks.EnqueueChain(ctx, b.client, steps, append(once, tasks.Delay(500*time.Millisecond))...)
 	if err != nil {
@@ -232,7 +233,7 @@ func TestChainOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	testrig.Eventually(t, 20*time.Second, "the first step due", func() bool {
-		n, err := b.q.Promote(ctx, queue.BatchMax)
+		n, err := qstore.Of(b.q).Promote(ctx, queue.BatchMax)
 		return err == nil && n == 1
 	})
 	for step, want := range []tasks.State{tasks.StateRunning, tasks.StateFailed} {
@@ -259,10 +260,10 @@ func TestChainBadInput(t *testing.T) {
 	ctx := testrig.Context(t, 10*time.Second)
 	for name, steps := range map[string][]tasks.Step{
 		"zero steps":       nil,
-		"empty type":       {{Type: ""}},
-		"bad type":         {{Type: "add"}, {Type: "a b"}},
-		"piped first step": {tasks.Pipe("add")},
-		"unencodable args": {{Type: "add", Args: make(chan int)}},
+		"empty type":       {stepOf("", nil)},
+		"bad type":         {stepOf("add", nil), stepOf("a b", nil)},
+		"piped first step": {pipeOf("add")},
+		"unencodable args": {stepOf("add", make(chan int))},
 		"too many steps":   make([]tasks.Step, 1001),
 	} {
 		if _, err := tasks.EnqueueChain(ctx, b.client, steps); !errors.Is(err, tasks.ErrInvalidArgument) {
@@ -272,7 +273,7 @@ func TestChainBadInput(t *testing.T) {
 			t.Errorf("CallChain, %s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, err := tasks.EnqueueChain(ctx, nil, []tasks.Step{{Type: "add"}}); !errors.Is(err, tasks.ErrInvalidArgument) {
+	if _, err := tasks.EnqueueChain(ctx, nil, []tasks.Step{stepOf("add", nil)}); !errors.Is(err, tasks.ErrInvalidArgument) {
 		t.Errorf("nil Client: %v", err)
 	}
 	if _, err := tasks.ChainStatus(ctx, b.client, ""); !errors.Is(err, tasks.ErrInvalidArgument) {

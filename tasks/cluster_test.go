@@ -71,7 +71,7 @@ func TestEnqueueOptionsOnCluster(t *testing.T) {
 			for j := range ids {
 				wg.Go(func() {
 					var err error
-					if ids[j], err = tasks.Enqueue(ctx, b.client, "add", addArgs{A: i, B: j}, tasks.Unique("one", time.Minute)); err != nil {
+					if ids[j], err = enqueue(ctx, b.client, "add", addArgs{A: i, B: j}, tasks.Unique("one", time.Minute)); err != nil {
 						t.Error(err)
 					}
 				})
@@ -100,7 +100,7 @@ func TestEnqueueOptionsOnCluster(t *testing.T) {
 					t.Fatalf("the delayed task %s's Result = %s, %v; want %s", id, res, err, want)
 				}
 			}
-			if dead, err := b.q.Dead(ctx, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
+			if dead, err := testrig.DeadLetters(ctx, b.q, 10); err != nil || len(dead) != 1 || dead[0].ID != failing || dead[0].Attempts != 2 {
 				t.Fatalf("Dead = %+v, %v; want %s after 2 attempts", dead, err, failing)
 			}
 		})
@@ -124,7 +124,7 @@ func TestChainsOnCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{{Type: "add", Args: addArgs{}}, {Type: "fail"}})
+			bad, err := tasks.EnqueueChain(ctx, b.client, []tasks.Step{stepOf("add", addArgs{}), stepOf("fail", nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,11 +154,11 @@ func TestFanOutsOnCluster(t *testing.T) {
 			b := setup(t, cc, fastRetries)
 			fanOutMux(t, b)
 			ctx := testrig.Context(t, 30*time.Second)
-			ok, err := tasks.EnqueueFanOut(ctx, b.client, squares(20+i), tasks.Step{Type: "total", Args: "q"})
+			ok, err := tasks.EnqueueFanOut(ctx, b.client, squares(20+i), stepOf("total", "q"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad, err := tasks.EnqueueFanOut(ctx, b.client, []tasks.Step{{Type: "broken", Args: struct{}{}}}, tasks.Step{Type: "total", Args: "q"})
+			bad, err := tasks.EnqueueFanOut(ctx, b.client, []tasks.Step{stepOf("broken", struct{}{})}, stepOf("total", "q"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
@@ -39,7 +40,7 @@ type stepArgs struct{ Chain, Step int }
 // chainSteps registers "step": it logs "run CHAIN STEP" to log, takes a
 // little while, and returns the step's number.
 func chainSteps(m *tasks.Mux, log func(string)) error {
-	return tasks.Handle(m, "step", func(ctx context.Context, a stepArgs) (int, error) {
+	return handle(m, "step", func(ctx context.Context, a stepArgs) (int, error) {
 		log(fmt.Sprintf("run %d %d", a.Chain, a.Step))
 		time.Sleep(5 * time.Millisecond)
 		return a.Step, nil
@@ -52,14 +53,14 @@ type fanOutArgs struct{ FanOut, Child int }
 // returns FANOUT*100+CHILD, and "final", which logs "final FANOUT" and
 // returns its children's results as ChildResults reads them.
 func fanOutSteps(m *tasks.Mux, log func(string)) error {
-	if err := tasks.Handle(m, "child", func(ctx context.Context, a fanOutArgs) (int, error) {
+	if err := handle(m, "child", func(ctx context.Context, a fanOutArgs) (int, error) {
 		log(fmt.Sprintf("child %d %d", a.FanOut, a.Child))
 		time.Sleep(5 * time.Millisecond)
 		return a.FanOut*100 + a.Child, nil
 	}); err != nil {
 		return err
 	}
-	return tasks.Handle(m, "final", func(ctx context.Context, a fanOutArgs) ([]int, error) {
+	return handle(m, "final", func(ctx context.Context, a fanOutArgs) ([]int, error) {
 		log(fmt.Sprintf("final %d", a.FanOut))
 		results, ok, err := tasks.ChildResults[int](ctx)
 		time.Sleep(5 * time.Millisecond)
@@ -251,7 +252,7 @@ func TestSIGKILLMidChain(t *testing.T) {
 	for c := range ids {
 		st := make([]tasks.Step, steps)
 		for s := range st {
-			st[s] = tasks.Step{Type: "step", Args: stepArgs{Chain: c, Step: s + 1}}
+			st[s] = stepOf("step", stepArgs{Chain: c, Step: s + 1})
 		}
 		var err error
 		if ids[c], err = tasks.EnqueueChain(ctx, b.client, st); err != nil {
@@ -286,7 +287,7 @@ func TestSIGKILLMidChain(t *testing.T) {
 	// A fresh worker (this process) finishes the chains, with Tidy handing
 	// back the killed worker's leases once they expire.
 	b.drive(t, "every chain done", func() bool {
-		if _, err := b.q.Tidy(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Tidy(ctx, queue.BatchMax); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
@@ -343,20 +344,20 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 	for f := range ids {
 		st := make([]tasks.Step, children)
 		for c := range st {
-			st[c] = tasks.Step{Type: "child", Args: fanOutArgs{FanOut: f, Child: c + 1}}
+			st[c] = stepOf("child", fanOutArgs{FanOut: f, Child: c + 1})
 		}
 		var err error
-		if ids[f], err = tasks.EnqueueFanOut(ctx, b.client, st, tasks.Step{Type: "final", Args: fanOutArgs{FanOut: f}}); err != nil {
+		if ids[f], err = tasks.EnqueueFanOut(ctx, b.client, st, stepOf("final", fanOutArgs{FanOut: f})); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// done also hands back the killed workers' leases, as a worker's
 	// maintenance would.
 	done := func() bool {
-		if _, err := b.q.Tidy(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Tidy(ctx, queue.BatchMax); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Promote(ctx, queue.BatchMax); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range ids {

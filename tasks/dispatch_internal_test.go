@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 )
 
 // BenchmarkDispatch is the Go side of one task without Redis: the Mux's
@@ -29,10 +30,10 @@ func BenchmarkDispatch(b *testing.B) {
 		add   func(*Mux) error
 	}{
 		{"bytes", passCodec{}, func(m *Mux) error {
-			return Handle(m, "add", func(context.Context, []byte) ([]byte, error) { return result, nil })
+			return Define[[]byte, []byte]("add").Handle(m, func(context.Context, []byte) ([]byte, error) { return result, nil })
 		}},
 		{"json", jsonCodec{}, func(m *Mux) error {
-			return Handle(m, "add", func(_ context.Context, a addArgs) (sum, error) { return sum{a.A + a.B, a.Label}, nil })
+			return Define[addArgs, sum]("add").Handle(m, func(_ context.Context, a addArgs) (sum, error) { return sum{a.A + a.B, a.Label}, nil })
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -40,7 +41,7 @@ func BenchmarkDispatch(b *testing.B) {
 			if err := c.add(m); err != nil {
 				b.Fatal(err)
 			}
-			it := qstore.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: envelope{Type: "add", Codec: c.codec.Name(), Args: args}.encode()}
+			it := qstore.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: taskenv.Envelope{Type: "add", Codec: c.codec.Name(), Args: args}.Encode()}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

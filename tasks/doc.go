@@ -30,28 +30,38 @@
 // type A and its result type R, made by [Define] and shared by the code
 // that handles the task and the code that enqueues it: a handler, an
 // enqueue or a call that disagrees with it on A or R does not compile.
-// Its methods are this package's functions with the type filled in. The
-// functions take the type as a string ([Handle], [Enqueue],
-// [EnqueueMany], [Call], [Periodic], a [Step]'s Type): for types known
-// only at run time, they enqueue the same tasks, and a mismatch shows as
-// [ErrDecode] when the task runs. A chain's and a fan-out's results
-// ([WaitChain], [ChildResults], [PreviousResult]) are typed by the
-// caller, as their steps may be of any types.
+// Its methods are the one way to each task operation: [Task.Handle],
+// [Task.Enqueue], [Task.EnqueueMany], [Task.Call], [Task.Step] and
+// [Task.Pipe] (a chain's or a fan-out's steps), [Task.Periodic] and
+// [Task.SetLimit]. A chain's and a fan-out's results ([WaitChain],
+// [ChildResults], [PreviousResult]) are typed by the caller, as their
+// steps may be of any types.
+//
+// Types known only at run time have a small surface of their own.
+// [Raw](typ) is a Task over bytes already in the codec's encoding, which
+// pass the codec by: a proxy enqueues a request's body as it is, and a
+// Raw handler gets a task's arguments, and returns its result, as bytes.
+// [Mux.HandleUnknown] serves the types that no handler has, a family of
+// types or all of them, with the task's type and bytes. Both meet the
+// tasks of [Define]d Tasks of the same codec. The string forms of the
+// Task methods ([Handle], [Enqueue], [Call], ...) are deprecated
+// wrappers, kept for one release.
 //
 // # Handlers and the job
 //
 // A [Mux] maps task types (names of [A-Za-z0-9._-]) to handlers, which
-// [Task.Handle] (or [Handle]) registers with their argument and result
-// types. [Mux.Job] is a [jobs.Drain] of the queue, named "tasks.QUEUE",
-// that dispatches each item to the handler of its type: everything Drain promises holds (batches,
-// budgets, leases, one round trip to settle a batch, a panic failing its
-// item alone). Like any Drain it maintains its queue, in the claims it
-// makes anyway: failed tasks are retried after the queue's backoff,
-// delayed ones run when due, and a crashed worker's tasks come back when
-// their lease ends (at their last attempt, dead), with no other job
-// registered. A task whose type no handler has, or whose envelope or
-// arguments do not decode, fails like a handler error, with a cause
-// wrapping [ErrUnknownType] or [ErrDecode]: the queue retries it up to its
+// [Task.Handle] registers with their argument and result types. [Mux.Job]
+// is a [jobs.Drain] of the queue, named "tasks.QUEUE", that dispatches
+// each item to the handler of its type: everything Drain promises holds
+// (batches, budgets, leases, one round trip to settle a batch, a panic
+// failing its item alone). Like any Drain it maintains its queue, in the
+// claims it makes anyway: failed tasks are retried after the queue's
+// backoff, delayed ones run when due, and a crashed worker's tasks come
+// back when their lease ends (at their last attempt, dead), with no other
+// job registered. A task whose type no handler has (and
+// [Mux.HandleUnknown] does not serve), or whose envelope or arguments do
+// not decode, fails like a handler error, with a cause wrapping
+// [ErrUnknownType] or [ErrDecode]: the queue retries it up to its
 // MaxAttempts and then dead-letters it with that cause, and the job goes
 // on with the other items. Nothing a queue holds can make the job panic or
 // stop the queue. Register handlers before the job first runs, so that
@@ -62,10 +72,10 @@
 // A [Client] is a queue and a codec. Enqueues and calls take the Client
 // rather than being its methods, since methods cannot have type
 // parameters; a process that only submits tasks needs no Mux, and one
-// that only runs them needs no Client. [Task.Call] (and [Call]) waits with
+// that only runs them needs no Client. [Task.Call] waits with
 // [queue.Queue.Wait]: a task that dies returns an error wrapping
-// [queue.ErrDead] with the cause, as text. [Task.EnqueueMany] (and
-// [EnqueueMany]) adds many tasks of a type in one script call per 1,000.
+// [queue.ErrDead] with the cause, as text. [Task.EnqueueMany] adds many
+// tasks of a type in one script call per 1,000.
 //
 // The same input fails every way of adding a task with an error wrapping
 // the same sentinel, and adds nothing: a nil Client, an invalid type,
@@ -87,13 +97,13 @@
 // Redis Cluster; a Call then waits for the first task's result. The key
 // is freed when that task succeeds, dies or is purged. Options out of
 // their bounds fail the enqueue with [ErrInvalidArgument] and add
-// nothing. [EnqueueMany] gives each of its tasks the Delay and the
-// Attempts, and refuses Unique (a key stands for one task); [Periodic]
-// refuses Unique too, as each tick's task has a key of its own.
+// nothing. [Task.EnqueueMany] gives each of its tasks the Delay and the
+// Attempts, and refuses Unique (a key stands for one task);
+// [Task.Periodic] refuses Unique too, as each tick's task has a key of its own.
 //
 // # Limits per type
 //
-// [Client.SetLimit] (or [Task.SetLimit]) bounds a task type for the whole
+// [Task.SetLimit] bounds a task type for the whole
 // fleet: at most Running of its tasks running at once, and at most Rate
 // starting in any window of Per, a sliding window by Redis's clock (an
 // upstream's quota). The limits live in Redis with the queue, so every
@@ -135,7 +145,7 @@
 // (the lease expires, the next claim hands the step back), and a
 // step that succeeded never runs again. A step's handler reads the
 // previous step's result with [PreviousResult], or gets it as its
-// arguments when the step is a [Pipe]. A step that dies stops the chain:
+// arguments when the step is a [Task.Pipe]. A step that dies stops the chain:
 // [WaitChain] (and [CallChain], which enqueues and waits) returns an
 // error wrapping [queue.ErrDead] with its cause; requeued, the chain
 // runs on. [ChainStatus] reads the chain's progress in one call: its
@@ -152,7 +162,7 @@
 // once, after every child succeeded, however many workers ack them at
 // once, and a resent or stale ack counts nothing. Its handler reads the
 // children's results, in order, with [ChildResults]. A child that dies
-// fails the fan-out, as an error in a [Call] of it would: the final step
+// fails the fan-out, as an error in a [Task.Call] of it would: the final step
 // does not run, and [WaitFanOut] (and [CallFanOut]) returns an error
 // wrapping [queue.ErrDead] with the child's cause; requeued, the child
 // lets the fan-out run on. [FanOutStatus] reads its progress: children
@@ -162,7 +172,7 @@
 // children, [Attempts] to every child and the final step, and [Unique]
 // (per the final step's type) holds its key until the final step
 // succeeds or dies; a fan-out failed by a dead child holds it for its
-// ttl. Tasks that need no final step are plain tasks: [EnqueueMany] adds
+// ttl. Tasks that need no final step are plain tasks: [Task.EnqueueMany] adds
 // them in one call, and each runs at a plain task's cost, where a child
 // also counts its fan-out down.
 //
@@ -179,7 +189,7 @@
 // its running tasks are canceled, one read per batch per 100 ms: see
 // package jobs; the measured p50 and p99 are in BENCHMARKS.md), and what
 // it returns then is dropped: never retried, never dead-lettered. Its
-// waiters ([Call], [WaitChain], [WaitFanOut], [queue.Queue.Wait]) return
+// waiters ([Task.Call], [WaitChain], [WaitFanOut], [queue.Queue.Wait]) return
 // an error wrapping queue.ErrCanceled at once, and its [Unique] key is
 // free. A chain's id cancels its current step, so no later step runs; a
 // fan-out's id, or a child's, cancels its unfinished children and its
@@ -206,8 +216,8 @@
 //
 // # Not yet
 //
-// A fan-out's children cannot be chains, nor the final step a [Pipe].
-// [Enqueue], [EnqueueChain] and [EnqueueFanOut] do not say whether a
+// A fan-out's children cannot be chains, nor the final step a [Task.Pipe].
+// [Task.Enqueue], [EnqueueChain] and [EnqueueFanOut] do not say whether a
 // unique enqueue was a duplicate; [queue.Queue.EnqueueWith] does, for an
 // item of one's own.
 package tasks

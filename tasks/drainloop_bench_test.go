@@ -51,7 +51,7 @@ func BenchmarkDrainLoop(b *testing.B) {
 			for i := range b.N {
 				batch = append(batch, loopArgs{ID: int64(i)})
 				if len(batch) == cap(batch) || i == b.N-1 {
-					if _, err := tasks.EnqueueMany(ctx, c, "loop", batch); err != nil {
+					if _, err := enqueueMany(ctx, c, "loop", batch); err != nil {
 						b.Fatal(err)
 					}
 					batch = batch[:0]
@@ -60,7 +60,7 @@ func BenchmarkDrainLoop(b *testing.B) {
 			seen := make([]atomic.Int32, b.N)
 			var unique, last atomic.Int64
 			mux := tasks.NewMux()
-			if err := tasks.Handle(mux, "loop", func(ctx context.Context, a loopArgs) (struct{}, error) {
+			if err := handle(mux, "loop", func(ctx context.Context, a loopArgs) (struct{}, error) {
 				if v.wait > 0 {
 					t := time.NewTimer(v.wait)
 					select {

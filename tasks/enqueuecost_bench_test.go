@@ -61,7 +61,7 @@ func BenchmarkEnqueueRedisTime(b *testing.B) {
 		{"queue.EnqueueWith+attempts", 1, with(func(int64) queue.EnqueueOptions { return queue.EnqueueOptions{MaxAttempts: 3} })},
 		{"queue.EnqueueWith+priority", 1, with(func(int64) queue.EnqueueOptions { return queue.EnqueueOptions{Priority: "high"} })},
 		{"tasks.Enqueue", 1, func(ctx context.Context, e env, _ int64, _ int) error {
-			_, err := tasks.Enqueue(ctx, e.c, "add", args)
+			_, err := enqueue(ctx, e.c, "add", args)
 			return err
 		}},
 		{"tasks.EnqueueMany-100", 100, func(ctx context.Context, e env, _ int64, n int) error {
@@ -69,7 +69,7 @@ func BenchmarkEnqueueRedisTime(b *testing.B) {
 			for i := range batch {
 				batch[i] = args
 			}
-			_, err := tasks.EnqueueMany(ctx, e.c, "add", batch)
+			_, err := enqueueMany(ctx, e.c, "add", batch)
 			return err
 		}},
 	} {

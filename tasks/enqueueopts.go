@@ -5,22 +5,14 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
-// uniqueKeyMax bounds a task's unique key, in bytes. The queue's key is
-// the task type, ':' and this key: at most 128+1+256 bytes, within the
-// queue's bound.
-const uniqueKeyMax = 256
-
-// queueUniqueMax bounds the queue's key, type ':' key, as a chain's
-// envelope carries it.
-const queueUniqueMax = 128 + 1 + uniqueKeyMax
-
-// EnqueueOption sets how [Enqueue] or [Call] adds one task: [Delay],
-// [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply them to
-// a whole chain or fan-out, [EnqueueMany] its Delay and Attempts to
-// each of its tasks. A nil EnqueueOption is ignored; of two options
+// EnqueueOption sets how [Task.Enqueue] or [Task.Call] adds one task:
+// [Delay], [Attempts], [Unique]; [EnqueueChain] and [EnqueueFanOut] apply
+// them to a whole chain or fan-out, [Task.EnqueueMany] its Delay and
+// Attempts to each of its tasks. A nil EnqueueOption is ignored; of two options
 // setting the same thing, the later wins. (Client and Mux options are
 // [Option]s.)
 type EnqueueOption interface{ applyEnqueue(*enqueueOptions) }
@@ -53,10 +45,11 @@ func Attempts(n int) EnqueueOption {
 
 // Unique makes the enqueue add nothing while a task of the same type
 // enqueued with the same key is pending, delayed or running, for at most
-// ttl: [Enqueue] returns that task's id, and [Call] waits for its result.
-// The key is freed when that task succeeds, dies or is purged, or when
-// ttl has passed ([queue.EnqueueOptions.Unique]). Keys are per task type
-// and per queue; key is 1 to 256 bytes, ttl above 0 and at most a year.
+// ttl: [Task.Enqueue] returns that task's id, and [Task.Call] waits for
+// its result. The key is freed when that task succeeds, dies or is
+// purged, or when ttl has passed ([queue.EnqueueOptions.Unique]). Keys are
+// per task type and per queue; key is 1 to 256 bytes, ttl above 0 and at
+// most a year.
 func Unique(key string, ttl time.Duration) EnqueueOption {
 	return enqueueOptionFunc(func(o *enqueueOptions) {
 		o.Unique, o.UniqueFor, o.uniqueSet = key, ttl, true
@@ -84,8 +77,8 @@ func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error
 		switch {
 		case o.Unique == "":
 			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: empty unique key", ErrInvalidArgument, typ)
-		case len(o.Unique) > uniqueKeyMax:
-			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: unique key of %d bytes is above %d", ErrInvalidArgument, typ, len(o.Unique), uniqueKeyMax)
+		case len(o.Unique) > taskenv.UniqueKeyMax:
+			return o.EnqueueOptions, fmt.Errorf("%w: enqueue %s: unique key of %d bytes is above %d", ErrInvalidArgument, typ, len(o.Unique), taskenv.UniqueKeyMax)
 		}
 		o.Unique = uniqueKey(typ, o.Unique)
 	}

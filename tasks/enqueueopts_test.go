@@ -16,7 +16,7 @@ import (
 
 func mustEnqueueWith[A any](t testing.TB, c *tasks.Client, typ string, args A, opts ...tasks.EnqueueOption) string {
 	t.Helper()
-	id, err := tasks.Enqueue(context.Background(), c, typ, args, opts...)
+	id, err := enqueue(context.Background(), c, typ, args, opts...)
 	if err != nil {
 		t.Fatalf("Enqueue(%q): %v", typ, err)
 	}
@@ -71,7 +71,7 @@ func TestEnqueueAttempts(t *testing.T) {
 		mustEnqueue(t, b.client, "fail", 3):                        3,
 	}
 	b.drive(t, "every task dead", func() bool { d, err := b.q.Depth(ctx); return err == nil && d.Dead == 4 })
-	dead, err := b.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, b.q, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func goCallWith[A, R any](t *testing.T, c *tasks.Client, typ string, args A, opt
 	cl := &called[R]{done: make(chan struct{})}
 	go func() {
 		defer close(cl.done)
-		cl.result, cl.err = tasks.Call[A, R](ctx, c, typ, args, opts...)
+		cl.result, cl.err = tasks.Define[A, R](typ).Call(ctx, c, args, opts...)
 	}()
 	t.Cleanup(func() { <-cl.done })
 	return cl
@@ -153,7 +153,7 @@ func TestEnqueueUniqueConcurrently(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			var err error
-			if ids[i], err = tasks.Enqueue(context.Background(), b.client, "add", addArgs{A: i}, tasks.Unique("k", time.Minute)); err != nil {
+			if ids[i], err = enqueue(context.Background(), b.client, "add", addArgs{A: i}, tasks.Unique("k", time.Minute)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -192,11 +192,11 @@ func TestEnqueueOptionRefusals(t *testing.T) {
 		{"negative attempts", tasks.Attempts(-1), "MaxAttempts -1", true},
 		{"absurd attempts", tasks.Attempts(1 << 20), "MaxAttempts", true},
 	} {
-		id, err := tasks.Enqueue(ctx, b.client, "add", addArgs{}, tasks.Delay(time.Second), tc.opt)
+		id, err := enqueue(ctx, b.client, "add", addArgs{}, tasks.Delay(time.Second), tc.opt)
 		if id != "" || !errors.Is(err, tasks.ErrInvalidArgument) || errors.Is(err, queue.ErrInvalidArgument) != tc.queue || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: Enqueue = %q, %v; want ErrInvalidArgument (the queue's too: %v) saying %q", tc.what, id, err, tc.queue, tc.says)
 		}
-		if _, err := tasks.Call[addArgs, sum](ctx, b.client, "add", addArgs{}, tc.opt); !errors.Is(err, tasks.ErrInvalidArgument) {
+		if _, err := tasks.Define[addArgs, sum]("add").Call(ctx, b.client, addArgs{}, tc.opt); !errors.Is(err, tasks.ErrInvalidArgument) {
 			t.Errorf("%s: Call = %v; want ErrInvalidArgument", tc.what, err)
 		}
 	}

@@ -16,36 +16,12 @@ import (
 // c, and returns the error.
 type entryPoint func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error
 
-// entryPoints are every way of adding a task, string forms and Task
-// methods.
+// entryPoints are every way of adding a task: a Task's Enqueue, Call,
+// EnqueueMany and Periodic, and its Step in a chain or a fan-out.
 var entryPoints = []struct {
 	name string
 	add  entryPoint
 }{
-	{"Enqueue", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.Enqueue(ctx, c, typ, args, opts...))
-	}},
-	{"Call", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.Call[any, int](ctx, c, typ, args, opts...))
-	}},
-	{"EnqueueMany", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.EnqueueMany(ctx, c, typ, []any{1, args}, opts...))
-	}},
-	{"EnqueueChain", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.EnqueueChain(ctx, c, []tasks.Step{{Type: typ, Args: args}}, opts...))
-	}},
-	{"CallChain", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.CallChain[int](ctx, c, []tasks.Step{{Type: typ, Args: args}}, opts...))
-	}},
-	{"EnqueueFanOut", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.EnqueueFanOut(ctx, c, []tasks.Step{{Type: typ, Args: args}}, tasks.Step{Type: typ, Args: args}, opts...))
-	}},
-	{"CallFanOut", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.CallFanOut[int](ctx, c, []tasks.Step{{Type: typ, Args: args}}, tasks.Step{Type: typ, Args: args}, opts...))
-	}},
-	{"Periodic", func(_ context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.Periodic(c, "nightly", typ, args, opts...))
-	}},
 	{"Task.Enqueue", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
 		return second(tasks.Define[any, int](typ).Enqueue(ctx, c, args, opts...))
 	}},
@@ -53,13 +29,24 @@ var entryPoints = []struct {
 		return second(tasks.Define[any, int](typ).Call(ctx, c, args, opts...))
 	}},
 	{"Task.EnqueueMany", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.Define[any, int](typ).EnqueueMany(ctx, c, []any{args}, opts...))
-	}},
-	{"Task.Step", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
-		return second(tasks.EnqueueChain(ctx, c, []tasks.Step{tasks.Define[any, int](typ).Step(args)}, opts...))
+		return second(tasks.Define[any, int](typ).EnqueueMany(ctx, c, []any{1, args}, opts...))
 	}},
 	{"Task.Periodic", func(_ context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
 		return second(tasks.Define[any, int](typ).Periodic(c, "nightly", args, opts...))
+	}},
+	{"EnqueueChain", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
+		return second(tasks.EnqueueChain(ctx, c, []tasks.Step{tasks.Define[any, int](typ).Step(args)}, opts...))
+	}},
+	{"CallChain", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
+		return second(tasks.CallChain[int](ctx, c, []tasks.Step{tasks.Define[any, int](typ).Step(args)}, opts...))
+	}},
+	{"EnqueueFanOut", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
+		s := tasks.Define[any, int](typ).Step(args)
+		return second(tasks.EnqueueFanOut(ctx, c, []tasks.Step{s}, s, opts...))
+	}},
+	{"CallFanOut", func(ctx context.Context, c *tasks.Client, typ string, args any, opts []tasks.EnqueueOption) error {
+		s := tasks.Define[any, int](typ).Step(args)
+		return second(tasks.CallFanOut[int](ctx, c, []tasks.Step{s}, s, opts...))
 	}},
 }
 

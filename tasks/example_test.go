@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -121,10 +122,11 @@ func ExampleTask_EnqueueMany() {
 	fmt.Println(len(ids), "report tasks")
 }
 
-// A type known only at run time, here read from a request: the string
-// form enqueues the same task as the Task's method, and the handler's
-// types are checked when the task runs (ErrDecode on a mismatch).
-func ExampleEnqueue() {
+// A type known only at run time, read from a request with its arguments
+// as JSON: Raw enqueues the bytes as they are, the same task as the
+// Task's method would, and the handler of the type decodes them when the
+// task runs (ErrDecode if they do not fit).
+func ExampleRaw() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	q, err := queue.New(rdb, "reports", queue.Config{})
 	if err != nil {
@@ -135,13 +137,34 @@ func ExampleEnqueue() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	typ := "report" // from the request
-	id, err := tasks.Enqueue(context.Background(), c, typ, ReportArgs{Customer: 42, Day: time.Now().Format(time.DateOnly)})
+	typ := "report"                                      // from the request
+	body := []byte(`{"Customer":42,"Day":"2026-11-29"}`) // its body
+	id, err := tasks.Raw(typ).Enqueue(context.Background(), c, body)
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, tasks.ErrInvalidArgument) for a type that is not a name
 	}
 	fmt.Println("report task", id)
 }
+
+// A family of types that this process does not know one by one: the
+// "billing." tasks go on to a service that runs them, their arguments and
+// results as bytes; a task of any other unknown type fails as it would
+// without the handler.
+func ExampleMux_HandleUnknown() {
+	mux := tasks.NewMux()
+	err := mux.HandleUnknown(func(ctx context.Context, typ string, args []byte) ([]byte, error) {
+		if !strings.HasPrefix(typ, "billing.") {
+			return nil, fmt.Errorf("%w: %s", tasks.ErrUnknownType, typ)
+		}
+		return billing(ctx, typ, args) // the result, in the codec's encoding (JSON)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// billing stands for a call to the service that runs the billing tasks.
+func billing(context.Context, string, []byte) ([]byte, error) { return []byte("{}"), nil }
 
 type ReportArgs struct {
 	Customer int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
 
@@ -29,8 +30,9 @@ const fanOutChildrenMax = qstore.JoinChildrenMax
 //
 // A child that dies fails the fan-out: the final step does not run, and
 // WaitFanOut returns an error wrapping [queue.ErrDead] with the child's
-// cause, as [Call] of that child would. Requeued
-// ([queue.Queue.RequeueDead]), the child lets the fan-out run on.
+// cause, as [Task.Call] of that child would. Retried
+// ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead]), the
+// child lets the fan-out run on.
 //
 // Called in a task's handler, with that handler's ctx, EnqueueFanOut
 // names the fan-out after the task and the call's rank in the handler, so
@@ -46,7 +48,7 @@ const fanOutChildrenMax = qstore.JoinChildrenMax
 // child holds its key until ttl passes, as its final step still waits.
 //
 // A fan-out has 1 to 1000 children; no children, a step of an invalid
-// type, a Pipe (use ChildResults), arguments that do not encode or an
+// type, a [Task.Pipe] (use ChildResults), arguments that do not encode or an
 // invalid option fail the call with [ErrInvalidArgument], adding
 // nothing; a task above the queue's MaxPayload, or all of them above 16
 // MiB, with an error wrapping [queue.ErrPayloadTooLarge].
@@ -96,11 +98,11 @@ func fanOutTask(c *Client, s Step, what string) ([]byte, error) {
 	if s.pipe {
 		return nil, fmt.Errorf("%w: fan-out's %s (%s) is piped; its handler reads the children's results with ChildResults", ErrInvalidArgument, what, s.Type)
 	}
-	data, err := c.codec.Marshal(s.Args)
+	data, err := marshal(c.codec, s.raw, s.Args)
 	if err != nil {
 		return nil, fmt.Errorf("%w: fan-out's %s: arguments of %s: %w", ErrInvalidArgument, what, s.Type, err)
 	}
-	return envelope{Type: s.Type, Codec: c.codec.Name(), Args: data}.encode(), nil
+	return taskenv.Envelope{Type: s.Type, Codec: c.codec.Name(), Args: data}.Encode(), nil
 }
 
 // fanOutEncoding writes fan-out ids as newID's are: 26 bytes of base32.

@@ -55,7 +55,7 @@ func fanOutMux(t *testing.T, b *bundle) map[string]*atomic.Int64 {
 func squares(n int) []tasks.Step {
 	s := make([]tasks.Step, n)
 	for i := range s {
-		s[i] = tasks.Step{Type: "square", Args: squareArgs{X: i + 1}}
+		s[i] = stepOf("square", squareArgs{X: i + 1})
 	}
 	return s
 }
@@ -98,7 +98,7 @@ func TestFanOutRunsTheFinalStepOnce(t *testing.T) {
 			b := setup(t, nil, fastRetries)
 			ran := fanOutMux(t, b)
 			ctx := testrig.Context(t, 30*time.Second)
-			id, err := tasks.EnqueueFanOut(ctx, b.client, squares(n), tasks.Step{Type: "total", Args: "sum"})
+			id, err := tasks.EnqueueFanOut(ctx, b.client, squares(n), stepOf("total", "sum"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func TestFanOutFromAHandlerIsAddedOnce(t *testing.T) {
 	var attempts atomic.Int64
 	ids := make(chan string, 4)
 	mustHandle(t, b.mux, "split", func(ctx context.Context, n int) (string, error) {
-		id, err := tasks.EnqueueFanOut(ctx, b.client, squares(n), tasks.Step{Type: "total", Args: "split"})
+		id, err := tasks.EnqueueFanOut(ctx, b.client, squares(n), stepOf("total", "split"))
 		if err != nil {
 			return "", err
 		}
@@ -168,8 +168,8 @@ func TestFanOutDeadChildFailsIt(t *testing.T) {
 	b := setup(t, nil, fastRetries)
 	ran := fanOutMux(t, b)
 	ctx := testrig.Context(t, 30*time.Second)
-	children := append(squares(3), tasks.Step{Type: "broken", Args: struct{}{}})
-	id, err := tasks.EnqueueFanOut(ctx, b.client, children, tasks.Step{Type: "total", Args: "x"})
+	children := append(squares(3), stepOf("broken", struct{}{}))
+	id, err := tasks.EnqueueFanOut(ctx, b.client, children, stepOf("total", "x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestEnqueueFanOutInvalid(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, queue.Config{MaxPayload: 1024})
 	ctx := testrig.Context(t, 30*time.Second)
-	final := tasks.Step{Type: "total", Args: "x"}
+	final := stepOf("total", "x")
 	for _, c := range []struct {
 		name     string
 		c        *tasks.Client
@@ -209,11 +209,11 @@ func TestEnqueueFanOutInvalid(t *testing.T) {
 		{"no children", b.client, nil, final, tasks.ErrInvalidArgument, "0 children"},
 		{"too many", b.client, squares(1001), final, tasks.ErrInvalidArgument, "1001 children"},
 		{"final missing", b.client, squares(1), tasks.Step{}, tasks.ErrInvalidArgument, "final step: task type"},
-		{"piped final", b.client, squares(1), tasks.Pipe("total"), tasks.ErrInvalidArgument, "ChildResults"},
-		{"piped child", b.client, []tasks.Step{tasks.Pipe("square")}, final, tasks.ErrInvalidArgument, "child 1"},
-		{"bad child type", b.client, append(squares(2), tasks.Step{Type: "a b"}), final, tasks.ErrInvalidArgument, "child 3: task type"},
-		{"bad arguments", b.client, []tasks.Step{{Type: "square", Args: make(chan int)}}, final, tasks.ErrInvalidArgument, "arguments of square"},
-		{"large child", b.client, []tasks.Step{{Type: "square", Args: strings.Repeat("x", 2000)}}, final, queue.ErrPayloadTooLarge, "child 1"},
+		{"piped final", b.client, squares(1), pipeOf("total"), tasks.ErrInvalidArgument, "ChildResults"},
+		{"piped child", b.client, []tasks.Step{pipeOf("square")}, final, tasks.ErrInvalidArgument, "child 1"},
+		{"bad child type", b.client, append(squares(2), stepOf("a b", nil)), final, tasks.ErrInvalidArgument, "child 3: task type"},
+		{"bad arguments", b.client, []tasks.Step{stepOf("square", make(chan int))}, final, tasks.ErrInvalidArgument, "arguments of square"},
+		{"large child", b.client, []tasks.Step{stepOf("square", strings.Repeat("x", 2000))}, final, queue.ErrPayloadTooLarge, "child 1"},
 	} {
 		id, err := tasks.EnqueueFanOut(ctx, c.c, c.children, c.final)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) || id != "" {
@@ -262,7 +262,7 @@ func TestFanOutOptions(t *testing.T) {
 	// Long enough that the slice below runs before it on a loaded machine.
 	const delay = time.Second
 	key := tasks.Unique("nightly", time.Hour)
-	total := tasks.Step{Type: "total", Args: "n"}
+	total := stepOf("total", "n")
 	before, err := b.rdb.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -278,19 +278,19 @@ func TestFanOutOptions(t *testing.T) {
 	if d, err := b.q.Depth(ctx); err != nil || d.Delayed != 3 || d.Pending != 0 || ran["square"].Load() != 0 {
 		t.Fatalf("after a slice: %+v, %v, %d squares ran; want 3 children delayed", d, err, ran["square"].Load())
 	}
-	if again, err := tasks.EnqueueFanOut(ctx, b.client, squares(5), tasks.Step{Type: "total", Args: "m"}, key); again != id || err != nil {
+	if again, err := tasks.EnqueueFanOut(ctx, b.client, squares(5), stepOf("total", "m"), key); again != id || err != nil {
 		t.Fatalf("a fan-out under the held key = %s, %v; want %s", again, err, id)
 	}
-	if task, err := tasks.Enqueue(ctx, b.client, "total", "t", key); task != id || err != nil {
+	if task, err := enqueue(ctx, b.client, "total", "t", key); task != id || err != nil {
 		t.Fatalf("a task of the final step's type under the key = %s, %v; want %s", task, err, id)
 	}
-	other, err := tasks.Enqueue(ctx, b.client, "square", squareArgs{X: 10}, key) // another type: another key
+	other, err := enqueue(ctx, b.client, "square", squareArgs{X: 10}, key) // another type: another key
 	if other == id || err != nil {
 		t.Fatalf("a square under the key = %s, %v; want a task of its own", other, err)
 	}
 	got := make(chan string, 1)
 	go func() {
-		r, err := tasks.CallFanOut[string](ctx, b.client, squares(2), tasks.Step{Type: "total", Args: "c"}, key)
+		r, err := tasks.CallFanOut[string](ctx, b.client, squares(2), stepOf("total", "c"), key)
 		if err != nil {
 			r = err.Error()
 		}
@@ -316,7 +316,7 @@ func TestFanOutOptions(t *testing.T) {
 	}
 
 	// Attempts(2): the final step dies at its second run, not the queue's third.
-	failFinal, err := tasks.EnqueueFanOut(ctx, b.client, squares(2), tasks.Step{Type: "broken", Args: struct{}{}}, tasks.Attempts(2), key)
+	failFinal, err := tasks.EnqueueFanOut(ctx, b.client, squares(2), stepOf("broken", struct{}{}), tasks.Attempts(2), key)
 	if err != nil || failFinal == id {
 		t.Fatalf("a fan-out under the freed key = %s, %v; want a new one", failFinal, err)
 	}
@@ -333,7 +333,7 @@ func TestFanOutOptions(t *testing.T) {
 
 	// Attempts(1): a failing child dies at once, failing the fan-out, which
 	// keeps its key.
-	failChild, err := tasks.EnqueueFanOut(ctx, b.client, append(squares(1), tasks.Step{Type: "broken", Args: struct{}{}}), total, tasks.Attempts(1), key)
+	failChild, err := tasks.EnqueueFanOut(ctx, b.client, append(squares(1), stepOf("broken", struct{}{})), total, tasks.Attempts(1), key)
 	if err != nil || failChild == id {
 		t.Fatalf("a fan-out under the freed key = %s, %v; want a new one", failChild, err)
 	}

@@ -32,29 +32,6 @@ type Limit struct {
 	Per time.Duration
 }
 
-// SetLimit sets the limit of the tasks of type typ on the client's queue,
-// for every process, from their next claims; the zero Limit lifts it.
-// Limits live in Redis with the queue, so a process that declares one
-// declares it for the fleet, and [Client.Limits] (and the CLI) read them
-// back. Running is at most 100,000, Rate too; a Limit out of its bounds
-// or an invalid type fails with [ErrInvalidArgument].
-func (c *Client) SetLimit(ctx context.Context, typ string, l Limit) error {
-	if c == nil {
-		return fmt.Errorf("%w: nil Client", ErrInvalidArgument)
-	}
-	if err := names.Check(typ); err != nil {
-		return fmt.Errorf("%w: task type: %v", ErrInvalidArgument, err)
-	}
-	err := c.st.SetTypeLimit(ctx, typ, qstore.TypeLimit(l))
-	if errors.Is(err, queue.ErrInvalidArgument) {
-		return fmt.Errorf("%w: limit of %s: %w", ErrInvalidArgument, typ, err)
-	}
-	if err != nil {
-		return fmt.Errorf("tasks: limit of %s: %w", typ, err)
-	}
-	return nil
-}
-
 // Limits returns the limits set on the client's queue, by task type.
 func (c *Client) Limits(ctx context.Context) (map[string]Limit, error) {
 	if c == nil {
@@ -71,8 +48,26 @@ func (c *Client) Limits(ctx context.Context) (map[string]Limit, error) {
 	return out, nil
 }
 
-// SetLimit sets the limit of the task's type on c's queue:
-// [Client.SetLimit] of its type.
+// SetLimit sets the limit of the task's type on c's queue, for every
+// process, from their next claims; the zero Limit lifts it. Limits live
+// in Redis with the queue, so a process that declares one declares it for
+// the fleet, and [Client.Limits] (and the CLI) read them back. Running is
+// at most 100,000, Rate too; a nil Client, a Limit out of its bounds or
+// an invalid type fails with [ErrInvalidArgument].
 func (t Task[A, R]) SetLimit(ctx context.Context, c *Client, l Limit) error {
-	return c.SetLimit(ctx, t.typ, l)
+	typ := t.typ
+	if c == nil {
+		return fmt.Errorf("%w: nil Client", ErrInvalidArgument)
+	}
+	if err := names.Check(typ); err != nil {
+		return fmt.Errorf("%w: task type: %v", ErrInvalidArgument, err)
+	}
+	err := c.st.SetTypeLimit(ctx, typ, qstore.TypeLimit(l))
+	if errors.Is(err, queue.ErrInvalidArgument) {
+		return fmt.Errorf("%w: limit of %s: %w", ErrInvalidArgument, typ, err)
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: limit of %s: %w", typ, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 )
 
 // The queue's claims read a task's type from the start of its envelope
@@ -13,12 +14,12 @@ import (
 func TestEnvelopeTypeAsTheQueueReadsIt(t *testing.T) {
 	t.Parallel()
 	for _, typ := range []string{"a", strings.Repeat("b", 127), strings.Repeat("c", 128), "resize.v2-x_y"} {
-		alone := envelope{Type: typ, Codec: "json", Args: []byte(`{"x":1}`)}
-		step := envelope{Type: typ, Codec: "json", Args: []byte(`1`), Chain: &chainPart{
-			Step: 1, Steps: 2, Rest: []encodedStep{{Type: "next", Args: []byte(`2`)}},
+		alone := taskenv.Envelope{Type: typ, Codec: "json", Args: []byte(`{"x":1}`)}
+		step := taskenv.Envelope{Type: typ, Codec: "json", Args: []byte(`1`), Chain: &taskenv.Chain{
+			Step: 1, Steps: 2, Rest: []taskenv.Step{{Type: "next", Args: []byte(`2`)}},
 		}}
-		for _, e := range []envelope{alone, step} {
-			if got := qstore.TypeOf(e.encode()); got != typ {
+		for _, e := range []taskenv.Envelope{alone, step} {
+			if got := qstore.TypeOf(e.Encode()); got != typ {
 				t.Errorf("TypeOf(envelope of %.20s…, chain %v) = %.20q, want the type", typ, e.Chain != nil, got)
 			}
 		}

@@ -276,7 +276,7 @@ func TestLimitsSetAndRead(t *testing.T) {
 			t.Errorf("SetLimit(%+v) = %v, want ErrInvalidArgument", bad, err)
 		}
 	}
-	if err := b.client.SetLimit(ctx, "bad type", tasks.Limit{Running: 1}); !errors.Is(err, tasks.ErrInvalidArgument) {
+	if err := tasks.Raw("bad type").SetLimit(ctx, b.client, tasks.Limit{Running: 1}); !errors.Is(err, tasks.ErrInvalidArgument) {
 		t.Errorf("SetLimit of a bad type = %v, want ErrInvalidArgument", err)
 	}
 	if err := slowTask.SetLimit(ctx, b.client, tasks.Limit{}); err != nil {

@@ -107,7 +107,7 @@ func goCall[A, R any](t *testing.T, c *tasks.Client, typ string, args A) *called
 	cl := &called[R]{done: make(chan struct{})}
 	go func() {
 		defer close(cl.done)
-		cl.result, cl.err = tasks.Call[A, R](ctx, c, typ, args)
+		cl.result, cl.err = tasks.Define[A, R](typ).Call(ctx, c, args)
 	}()
 	t.Cleanup(func() { <-cl.done })
 	return cl

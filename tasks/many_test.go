@@ -43,7 +43,7 @@ func TestEnqueueMany(t *testing.T) {
 		t.Errorf("2,500 tasks took %d round trips, want 3", n)
 	}
 	before = rt.Load()
-	if none, err := tasks.EnqueueMany(ctx, b.client, "add", []addArgs{}); none != nil || err != nil || rt.Load() != before {
+	if none, err := enqueueMany(ctx, b.client, "add", []addArgs{}); none != nil || err != nil || rt.Load() != before {
 		t.Errorf("EnqueueMany of nothing = %v, %v, %d round trips; want nothing, none", none, err, rt.Load()-before)
 	}
 

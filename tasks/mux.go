@@ -7,9 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/worksteal/worksteal/internal/drainhook"
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -17,15 +18,15 @@ import (
 
 // Errors of this package. Those about an argument wrap a message naming it.
 var (
-	ErrInvalidArgument = errors.New("tasks: invalid argument")
-	ErrDuplicateType   = errors.New("tasks: duplicate task type")
-	ErrUnknownType     = errors.New("tasks: unknown task type")
-	ErrDecode          = errors.New("tasks: cannot decode")
+	ErrInvalidArgument       = errors.New("tasks: invalid argument")
+	ErrDuplicateType         = errors.New("tasks: duplicate task type")
+	ErrUnknownType           = errors.New("tasks: unknown task type")
+	ErrDecode          error = taskenv.ErrDecode // the envelope's decoding (internal/taskenv) wraps it too
 )
 
-// handlerFunc is a typed handler behind its codec: encoded arguments in,
-// encoded result out.
-type handlerFunc func(ctx context.Context, c Codec, args []byte) ([]byte, error)
+// handlerFunc is a typed handler behind its codec: a task of type typ,
+// encoded arguments in, encoded result out.
+type handlerFunc func(ctx context.Context, c Codec, typ string, args []byte) ([]byte, error)
 
 // handler is a registered type: its handler and its counters.
 type handler struct {
@@ -43,6 +44,7 @@ type Mux struct {
 	tel      muxInstruments
 	mu       sync.Mutex // serialises writers of handlers
 	handlers atomic.Pointer[map[string]handler]
+	unknown  atomic.Pointer[handler] // HandleUnknown's, or nil
 }
 
 // NewMux returns a Mux without handlers; see [WithCodec] and
@@ -52,40 +54,8 @@ func NewMux(opts ...Option) *Mux {
 	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider)}
 }
 
-// Handle registers h for the tasks of type typ, a name of 1 to 128 bytes
-// of [A-Za-z0-9._-]. A type has one handler: registering it again returns
-// an error wrapping [ErrDuplicateType]. h gets the task's decoded
-// arguments; what it returns is encoded as the task's result, which
-// [Call] returns, and an error fails the attempt, with its text as cause
-// (see [Mux.Job]). A slice runs several tasks at once
-// (jobs.DrainConfig.Concurrency), so h must be safe for concurrent use;
-// since delivery is at least once, it must be idempotent.
-// [Task.Handle] is Handle with the type, A and R of a [Task].
-func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R, error)) error {
-	switch {
-	case m == nil:
-		return fmt.Errorf("%w: nil Mux", ErrInvalidArgument)
-	case h == nil:
-		return fmt.Errorf("%w: nil handler for %q", ErrInvalidArgument, typ)
-	}
-	if err := names.Check(typ); err != nil {
-		return fmt.Errorf("%w: task type: %v", ErrInvalidArgument, err)
-	}
-	run := func(ctx context.Context, c Codec, data []byte) ([]byte, error) {
-		var args A
-		if err := c.Unmarshal(data, &args); err != nil {
-			return nil, fmt.Errorf("%w: arguments of %s: %w", ErrDecode, typ, err)
-		}
-		r, err := h(ctx, args)
-		if err != nil {
-			return nil, err
-		}
-		out, err := c.Marshal(r)
-		if err != nil {
-			return nil, fmt.Errorf("tasks: result of %s: %w", typ, err)
-		}
-		return out, nil
-	}
+// add registers run for the tasks of type typ, a checked name.
+func (m *Mux) add(typ string, run handlerFunc) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.handlers.Load()
@@ -103,6 +73,45 @@ func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R
 	return nil
 }
 
+// HandleUnknown registers h for the tasks of the types that no handler
+// of m has: types known only at run time, a family of types, a proxy of
+// other services' tasks. h gets the task's type and its arguments as the
+// Mux's codec encoded them (a task of another codec fails with
+// [ErrDecode] before h). What h returns is the task's result as it is:
+// [Task.Call] decodes it with the caller's codec, a [Raw] Call returns
+// it as bytes. An error fails the attempt as a handler's does; to leave a
+// type unserved, h returns an error wrapping [ErrUnknownType], and the
+// task fails as it would without h (see [Mux.Job]). h must be safe for
+// concurrent use and idempotent, as a handler. Its attempts count under
+// the type "*" in [Mux.Stats] and the metrics, whatever their types, so
+// that types read at run time do not grow the counters without bound.
+// A Mux has one such handler: setting it again returns an error wrapping
+// [ErrDuplicateType]; a nil m or h fails with [ErrInvalidArgument].
+func (m *Mux) HandleUnknown(h func(ctx context.Context, typ string, args []byte) ([]byte, error)) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil Mux", ErrInvalidArgument)
+	case h == nil:
+		return fmt.Errorf("%w: nil handler of unknown types", ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unknown.Load() != nil {
+		return fmt.Errorf("%w: the handler of unknown types is set", ErrDuplicateType)
+	}
+	m.unknown.Store(&handler{
+		run: func(ctx context.Context, _ Codec, typ string, args []byte) ([]byte, error) {
+			return h(ctx, typ, args[:len(args):len(args)])
+		},
+		counts: newTypeCounts(unknownTypes),
+	})
+	return nil
+}
+
+// unknownTypes is the type that the attempts of HandleUnknown's handler
+// count under; no task type is named so.
+const unknownTypes = "*"
+
 // Job returns the job that works q off: a [jobs.Drain] whose handler
 // decodes each item's envelope, calls the handler of its type with the
 // decoded arguments, and stores the encoded result. Its name is
@@ -112,7 +121,8 @@ func Handle[A, R any](m *Mux, typ string, h func(ctx context.Context, args A) (R
 // a queue of tasks needs.
 //
 // A task that cannot run fails its attempt like a handler error, never
-// with a panic: an unknown type with an error wrapping [ErrUnknownType],
+// with a panic: a type that no handler has, and [Mux.HandleUnknown]
+// does not serve, with an error wrapping [ErrUnknownType],
 // an envelope or arguments that do not decode (or a task enqueued with
 // another codec) with one wrapping [ErrDecode]. The queue retries it up to
 // its MaxAttempts, then dead-letters it with that cause, and goes on with
@@ -135,15 +145,15 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	}
 	m.noteTypes(q)
 	st := qstore.Of(q)
-	return drainhook.Drain(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
+	return drain.New(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
 		return m.run(ctx, st, it)
-	}, cfg)
+	}, drain.Config{Batching: drain.Batching(cfg.Batching), Concurrency: cfg.Concurrency})
 }
 
 // run is the Drain handler: one queue item, one task; a chain's step
 // returns the next step, which its ack enqueues.
 func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []byte, _ *qstore.FollowUp, err error) {
-	env, err := decodeEnvelope(it.Payload)
+	env, err := taskenv.Decode(it.Payload)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +165,11 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 		h = (*table)[env.Type]
 	}
 	if h.run == nil {
-		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
+		if u := m.unknown.Load(); u != nil {
+			h = *u
+		} else {
+			return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
+		}
 	}
 	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID}
 	if env.Chain != nil && env.Chain.Step > 1 {
@@ -168,10 +182,10 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 		canceled := errors.Is(context.Cause(ctx), queue.ErrCanceled)
 		m.end(ctx, h.counts, !returned || err != nil, it.Attempt >= it.MaxAttempts, canceled)
 	}()
-	result, err := h.run(ctx, m.codec, env.Args)
+	result, err := h.run(ctx, m.codec, env.Type, env.Args)
 	returned = true
 	if err != nil {
 		return nil, nil, err
 	}
-	return result, env.next(it.ID, result), nil
+	return result, nextStep(env, it.ID, result), nil
 }

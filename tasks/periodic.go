@@ -16,10 +16,9 @@ import (
 // leave nothing behind.
 const periodicUniqueFor = 24 * time.Hour
 
-// Periodic returns a job named name that enqueues a task of type typ
-// with args once per tick of the schedule it is registered with: a
-// nightly report, a weekly digest. [Task.Periodic] is Periodic with the
-// types of a [Task]:
+// Periodic returns a job named name that enqueues the task with args
+// once per tick of the schedule it is registered with: a nightly report,
+// a weekly digest:
 //
 //	job, err := report.Periodic(c, "nightly-report", ReportArgs{Kind: "sales"})
 //	err = rec.Register(job, recruiter.JobConfig{Schedule: "CRON_TZ=Europe/Paris 0 3 * * *"})
@@ -31,14 +30,15 @@ const periodicUniqueFor = 24 * time.Hour
 // opts are the task's usual options but Unique, whose place the tick's
 // key takes. args are encoded once, here.
 //
-// What a tick's enqueue would refuse is refused here, as [Enqueue]
+// What a tick's enqueue would refuse is refused here, as [Task.Enqueue]
 // refuses it: a nil Client, an invalid name or type, arguments that do
 // not encode, a Unique or an option out of its bounds with an error
 // wrapping [ErrInvalidArgument], a task above the queue's MaxPayload
 // with one wrapping [queue.ErrPayloadTooLarge]. A slice run without a
 // schedule's tick (registered with Every or Rate) fails with an error
 // that says so.
-func Periodic[A any](c *Client, name, typ string, args A, opts ...EnqueueOption) (recruiter.Job, error) {
+func (t Task[A, R]) Periodic(c *Client, name string, args A, opts ...EnqueueOption) (recruiter.Job, error) {
+	typ := t.typ
 	switch {
 	case c == nil:
 		return nil, fmt.Errorf("%w: nil Client", ErrInvalidArgument)
@@ -47,7 +47,7 @@ func Periodic[A any](c *Client, name, typ string, args A, opts ...EnqueueOption)
 	case names.Check(typ) != nil:
 		return nil, fmt.Errorf("%w: task type: %v", ErrInvalidArgument, names.Check(typ))
 	}
-	payload, err := c.encode(typ, args)
+	payload, err := t.encode(c, args)
 	if err != nil {
 		return nil, err
 	}

@@ -20,11 +20,12 @@ func TestPeriodicTaskOncePerTick(t *testing.T) {
 	t.Parallel()
 	s := newReadmeService(t, "periodic", queue.Config{})
 	type report struct{ Kind string }
+	reportTask := tasks.Define[report, int]("report")
 	var handled atomic.Int64
 	recs := make([]*recruiter.Recruiter, 3)
 	for i := range recs {
 		mux := tasks.NewMux()
-		if err := tasks.Handle(mux, "report", func(ctx context.Context, a report) (int, error) {
+		if err := reportTask.Handle(mux, func(ctx context.Context, a report) (int, error) {
 			handled.Add(1)
 			return 0, nil
 		}); err != nil {
@@ -34,7 +35,7 @@ func TestPeriodicTaskOncePerTick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		periodic, err := tasks.Periodic(s.client, "nightly-report", "report", report{Kind: "sales"})
+		periodic, err := reportTask.Periodic(s.client, "nightly-report", report{Kind: "sales"})
 		if err != nil {
 			t.Fatal(err)
 		}

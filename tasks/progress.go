@@ -20,8 +20,9 @@ const (
 	StateDone
 	// StateFailed: a chain's current step, or a fan-out's child or final
 	// step, is in the queue's dead letters (Cause says why), or a chain's
-	// step succeeded without enqueueing the next. [queue.Queue.RequeueDead]
-	// of the dead task makes the chain or fan-out run on.
+	// step succeeded without enqueueing the next. A retry of the dead
+	// task ([github.com/worksteal/worksteal/inspect.Inspector.RetryDead])
+	// makes the chain or fan-out run on.
 	StateFailed
 	// StateCanceled: the chain or the fan-out was canceled ([Cancel]):
 	// no later step, no final step runs.

@@ -36,7 +36,7 @@ func TestQuietFleetRunsTasks(t *testing.T) {
 	recs := make([]*recruiter.Recruiter, fleet)
 	for i := range recs {
 		mux := tasks.NewMux()
-		if err := tasks.Handle(mux, "ping", func(context.Context, int) (int, error) {
+		if err := handle(mux, "ping", func(context.Context, int) (int, error) {
 			started <- time.Now()
 			return 0, nil
 		}); err != nil {
@@ -67,7 +67,7 @@ func TestQuietFleetRunsTasks(t *testing.T) {
 	var waits []time.Duration
 	for i := range tries {
 		enqueued := time.Now()
-		if _, err := tasks.Enqueue(context.Background(), s.client, "ping", i); err != nil {
+		if _, err := enqueue(context.Background(), s.client, "ping", i); err != nil {
 			t.Fatal(err)
 		}
 		select {

@@ -5,23 +5,8 @@ import (
 
 	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/registry"
-	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 )
-
-func init() {
-	taskenv.Decode = func(payload []byte) (taskenv.Task, error) {
-		env, err := decodeEnvelope(payload)
-		if err != nil {
-			return taskenv.Task{}, err
-		}
-		t := taskenv.Task{Type: env.Type, Codec: env.Codec, Args: env.Args}
-		if c := env.Chain; c != nil {
-			t.Chain = &taskenv.Chain{ID: c.ID, Unique: c.Unique, Step: c.Step, Steps: c.Steps, Piped: c.Piped}
-		}
-		return t, nil
-	}
-}
 
 // noteTypes notes, for the registry that operators' tools list, the types
 // m serves on q: read when a recruiter writes the registry, so types

@@ -18,8 +18,10 @@ import (
 // in this process since the type was registered. Each attempt counts once,
 // by what its handler returned: Done, Retried or Dead. An attempt counted
 // Done may still be redone if its ack does not reach Redis in time (a
-// lost lease: delivery is at least once), and a task whose type has no
-// handler, or whose envelope does not decode, counts under no type.
+// lost lease: delivery is at least once). The tasks that
+// [Mux.HandleUnknown]'s handler runs count under the type "*"; a task
+// whose type has no handler, or whose envelope does not decode, counts
+// under no type.
 type TypeStats struct {
 	Type    string
 	Running int64  // attempts in their handler now
@@ -37,30 +39,36 @@ type TypeStats struct {
 // Failed is the attempts that failed, retried or dead.
 func (s TypeStats) Failed() uint64 { return s.Retried + s.Dead }
 
-// Stats returns the counts of every registered type, sorted by type. It
-// reads atomics only: no Redis call, no lock shared with the jobs.
+// Stats returns the counts of every registered type, and of "*" with a
+// handler of unknown types, sorted by type. It reads atomics only: no
+// Redis call, no lock shared with the jobs.
 func (m *Mux) Stats() []TypeStats {
 	if m == nil {
 		return nil
 	}
-	table := m.handlers.Load()
-	if table == nil {
-		return []TypeStats{}
+	var out []TypeStats
+	if table := m.handlers.Load(); table != nil {
+		out = make([]TypeStats, 0, len(*table)+1)
+		for typ, h := range *table {
+			out = append(out, h.counts.stats(typ))
+		}
 	}
-	out := make([]TypeStats, 0, len(*table))
-	for typ, h := range *table {
-		c := h.counts
-		out = append(out, TypeStats{
-			Type: typ, Running: c.running.Load(),
-			Done: c.done.Load(), Retried: c.retried.Load(), Dead: c.dead.Load(),
-		})
+	if u := m.unknown.Load(); u != nil {
+		out = append(out, u.counts.stats(unknownTypes))
+	}
+	if out == nil {
+		return []TypeStats{}
 	}
 	slices.SortFunc(out, func(a, b TypeStats) int { return strings.Compare(a.Type, b.Type) })
 	return out
 }
 
+func (c *typeCounts) stats(typ string) TypeStats {
+	return TypeStats{Type: typ, Running: c.running.Load(), Done: c.done.Load(), Retried: c.retried.Load(), Dead: c.dead.Load()}
+}
+
 // typeCounts are one type's counters, and its metric attributes made
-// once, at [Handle], so that counting an attempt allocates nothing.
+// once, at [Task.Handle], so that counting an attempt allocates nothing.
 type typeCounts struct {
 	running             atomic.Int64
 	done, retried, dead atomic.Uint64

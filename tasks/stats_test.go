@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -67,7 +68,7 @@ func TestStatsByType(t *testing.T) {
 		if _, err := b.job.Run(ctx); err != nil && !errors.Is(err, jobs.ErrHandlerPanic) {
 			t.Fatalf("Run: %v", err)
 		}
-		if _, err := b.q.Promote(ctx, queue.BatchMax); err != nil {
+		if _, err := qstore.Of(b.q).Promote(ctx, queue.BatchMax); err != nil {
 			t.Fatalf("Promote: %v", err)
 		}
 		d, err := b.q.Depth(ctx)

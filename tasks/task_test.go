@@ -37,10 +37,9 @@ func goRun[R any](t *testing.T, call func(context.Context) (R, error)) *called[R
 	return cl
 }
 
-// A Task's methods are the string forms with its type: its handler, a
-// Call (whose result is the Task's R), an Enqueue, a chain of its Step
-// and Pipe, all meet the same tasks; what the string forms enqueue, the
-// Task's handler runs.
+// A Task's methods meet the same tasks: its handler, a Call (whose result
+// is the Task's R), an Enqueue, a chain of its Step and Pipe; what
+// another Task of its type enqueues, its handler runs.
 func TestTaskMethods(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, queue.Config{})
@@ -65,7 +64,7 @@ func TestTaskMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byString := mustEnqueue(t, b.client, "label", sum{Sum: 1, Label: "string"})
+	byOther := mustEnqueue(t, b.client, "label", sum{Sum: 1, Label: "other"})
 	b.drive(t, "every call returned", func() bool { return call.finished() && chain.finished() })
 	b.drive(t, "every task done", func() bool { d, err := b.q.Depth(ctx); return err == nil && d == queue.Depth{} })
 
@@ -75,14 +74,14 @@ func TestTaskMethods(t *testing.T) {
 	if chain.err != nil || chain.result != "chain=9" {
 		t.Errorf("chain of addTask.Step, labelTask.Pipe = %q, %v; want chain=9", chain.result, chain.err)
 	}
-	for id, want := range map[string]string{id: `{"Sum":13,"Label":"enqueue"}`, byString: `"string=1"`} {
+	for id, want := range map[string]string{id: `{"Sum":13,"Label":"enqueue"}`, byOther: `"other=1"`} {
 		if res, err := b.q.Result(ctx, id); err != nil || string(res) != want {
 			t.Errorf("Result(%s) = %s, %v; want %s", id, res, err, want)
 		}
 	}
-	// One type, one handler, whichever form registers it.
-	if err := tasks.Handle(b.mux, "add", add); !errors.Is(err, tasks.ErrDuplicateType) {
-		t.Errorf("Handle(\"add\") after addTask.Handle = %v, want ErrDuplicateType", err)
+	// One type, one handler, whichever Task registers it.
+	if err := tasks.Define[addArgs, sum]("add").Handle(b.mux, add); !errors.Is(err, tasks.ErrDuplicateType) {
+		t.Errorf("Define(\"add\").Handle after addTask.Handle = %v, want ErrDuplicateType", err)
 	}
 }
 
@@ -101,6 +100,7 @@ func TestZeroTask(t *testing.T) {
 		"Step":        second(tasks.EnqueueChain(ctx, b.client, []tasks.Step{zero.Step(1)})),
 		"Pipe":        second(tasks.EnqueueChain(ctx, b.client, []tasks.Step{addTask.Step(addArgs{}), zero.Pipe()})),
 		"Periodic":    second(zero.Periodic(b.client, "job", 1)),
+		"SetLimit":    zero.SetLimit(ctx, b.client, tasks.Limit{Running: 1}),
 	} {
 		if !errors.Is(err, tasks.ErrInvalidArgument) {
 			t.Errorf("%s of the zero Task: %v, want ErrInvalidArgument", what, err)

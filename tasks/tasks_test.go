@@ -30,16 +30,34 @@ type sum struct {
 
 func add(_ context.Context, a addArgs) (sum, error) { return sum{Sum: a.A + a.B, Label: a.Label}, nil }
 
+// handle, enqueue, enqueueMany, stepOf and pipeOf are the Task methods
+// for the tests' many ad-hoc types, A inferred from the arguments.
+func handle[A, R any](m *tasks.Mux, typ string, h func(context.Context, A) (R, error)) error {
+	return tasks.Define[A, R](typ).Handle(m, h)
+}
+
+func enqueue[A any](ctx context.Context, c *tasks.Client, typ string, args A, opts ...tasks.EnqueueOption) (string, error) {
+	return tasks.Define[A, any](typ).Enqueue(ctx, c, args, opts...)
+}
+
+func enqueueMany[A any](ctx context.Context, c *tasks.Client, typ string, args []A, opts ...tasks.EnqueueOption) ([]string, error) {
+	return tasks.Define[A, any](typ).EnqueueMany(ctx, c, args, opts...)
+}
+
+func stepOf(typ string, args any) tasks.Step { return tasks.Define[any, any](typ).Step(args) }
+
+func pipeOf(typ string) tasks.Step { return tasks.Define[any, any](typ).Pipe() }
+
 func mustHandle[A, R any](t testing.TB, m *tasks.Mux, typ string, h func(context.Context, A) (R, error)) {
 	t.Helper()
-	if err := tasks.Handle(m, typ, h); err != nil {
+	if err := handle(m, typ, h); err != nil {
 		t.Fatalf("Handle(%q): %v", typ, err)
 	}
 }
 
 func mustEnqueue[A any](t testing.TB, c *tasks.Client, typ string, args A) string {
 	t.Helper()
-	id, err := tasks.Enqueue(context.Background(), c, typ, args)
+	id, err := enqueue(context.Background(), c, typ, args)
 	if err != nil {
 		t.Fatalf("Enqueue(%q): %v", typ, err)
 	}
@@ -49,7 +67,7 @@ func mustEnqueue[A any](t testing.TB, c *tasks.Client, typ string, args A) strin
 // wantDead checks that id is a dead letter whose cause holds each of want.
 func wantDead(t *testing.T, q *queue.Queue, id string, want ...string) {
 	t.Helper()
-	dead, err := q.Dead(context.Background(), queue.BatchMax)
+	dead, err := testrig.DeadLetters(context.Background(), q, queue.BatchMax)
 	if err != nil {
 		t.Fatalf("Dead: %v", err)
 	}
@@ -258,17 +276,17 @@ func TestRefusals(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"duplicate type", tasks.Handle(b.mux, "add", add), tasks.ErrDuplicateType},
-		{"invalid type", tasks.Handle(b.mux, "a:b", add), tasks.ErrInvalidArgument},
-		{"nil handler", tasks.Handle[int, int](b.mux, "x", nil), tasks.ErrInvalidArgument},
-		{"nil Mux", tasks.Handle(nil, "x", add), tasks.ErrInvalidArgument},
+		{"duplicate type", handle(b.mux, "add", add), tasks.ErrDuplicateType},
+		{"invalid type", handle(b.mux, "a:b", add), tasks.ErrInvalidArgument},
+		{"nil handler", tasks.Define[int, int]("x").Handle(b.mux, nil), tasks.ErrInvalidArgument},
+		{"nil Mux", handle(nil, "x", add), tasks.ErrInvalidArgument},
 		{"Job of nil queue", second(b.mux.Job(nil, jobs.DrainConfig{})), tasks.ErrInvalidArgument},
 		{"Job with a codec's bad name", second(tasks.NewMux(tasks.WithCodec(badName{})).Job(b.q, jobs.DrainConfig{})), tasks.ErrInvalidArgument},
 		{"Client of nil queue", second(tasks.NewClient(nil)), tasks.ErrInvalidArgument},
 		{"Client with a codec's bad name", second(tasks.NewClient(b.q, tasks.WithCodec(badName{}))), tasks.ErrInvalidArgument},
-		{"Enqueue of invalid type", second(tasks.Enqueue(ctx, b.client, "", 1)), tasks.ErrInvalidArgument},
-		{"Enqueue too large", second(tasks.Enqueue(ctx, b.client, "add", strings.Repeat("x", 60))), queue.ErrPayloadTooLarge},
-		{"Call of invalid type", second(tasks.Call[int, int](ctx, b.client, "a b", 1)), tasks.ErrInvalidArgument},
+		{"Enqueue of invalid type", second(enqueue(ctx, b.client, "", 1)), tasks.ErrInvalidArgument},
+		{"Enqueue too large", second(enqueue(ctx, b.client, "add", strings.Repeat("x", 60))), queue.ErrPayloadTooLarge},
+		{"Call of invalid type", second(tasks.Define[int, int]("a b").Call(ctx, b.client, 1)), tasks.ErrInvalidArgument},
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: error %v, want %v", tc.what, tc.err, tc.want)

@@ -142,8 +142,10 @@ func TestDeadListRetryPurge(t *testing.T) {
 	if !slices.Equal(ids(d), []string{f.live, f.dead[0]}) {
 		t.Fatalf("pending after the retry = %v; want %v", ids(d), []string{f.live, f.dead[0]})
 	}
-	if out := f.ok(t, "dead", "retry", "--all", "mail"); !strings.Contains(out, "moved back to pending 1 dead letters") {
-		t.Errorf("dead retry --all: %q", out)
+	f.fails(t, exitUsage, "--max goes with --all", "dead", "retry", "mail", f.dead[2], "--max", "1")
+	f.fails(t, exitUsage, "max -1 is negative", "dead", "retry", "mail", "--all", "--max", "-1")
+	if out := f.ok(t, "dead", "retry", "--all", "--max", "1", "mail"); !strings.Contains(out, "moved back to pending 1 dead letters") {
+		t.Errorf("dead retry --all --max 1: %q", out)
 	}
 	f.okJSON(t, &d, "dead", "list", "mail")
 	if d.Total != 0 || len(d.Items) != 0 {
@@ -325,11 +327,11 @@ func plainFlows(t *testing.T, f *fleet) (chain, fan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []tasks.Step{{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}}
+	steps := []tasks.Step{sendTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "b"})}
 	if chain, err = tasks.EnqueueChain(ctx, client, steps); err != nil {
 		t.Fatal(err)
 	}
-	if fan, err = tasks.EnqueueFanOut(ctx, client, steps, tasks.Step{Type: "send", Args: mailArgs{}}); err != nil {
+	if fan, err = tasks.EnqueueFanOut(ctx, client, steps, sendTask.Step(mailArgs{})); err != nil {
 		t.Fatal(err)
 	}
 	return chain, fan
@@ -441,13 +443,13 @@ func TestFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	chain, err := tasks.EnqueueChain(ctx, client, []tasks.Step{
-		{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}, {Type: "send", Args: mailArgs{To: "c"}}})
+		sendTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "b"}), sendTask.Step(mailArgs{To: "c"})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fan, err := tasks.EnqueueFanOut(ctx, client, []tasks.Step{
-		{Type: "send", Args: mailArgs{To: "a"}}, {Type: "send", Args: mailArgs{To: "b"}}, {Type: "send", Args: mailArgs{To: "c"}}},
-		tasks.Step{Type: "send", Args: mailArgs{To: "all"}})
+		sendTask.Step(mailArgs{To: "a"}), sendTask.Step(mailArgs{To: "b"}), sendTask.Step(mailArgs{To: "c"})},
+		sendTask.Step(mailArgs{To: "all"}))
 	if err != nil {
 		t.Fatal(err)
 	}

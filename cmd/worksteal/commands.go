@@ -26,6 +26,7 @@ type command struct {
 type cmdOpts struct {
 	offset, limit int
 	all           bool
+	max           int
 	queue         string
 }
 
@@ -70,7 +71,8 @@ func pageFlags(fs *flag.FlagSet, o *cmdOpts) {
 }
 
 func allFlag(fs *flag.FlagSet, o *cmdOpts) {
-	fs.BoolVar(&o.all, "all", false, "every dead letter of the queue")
+	fs.BoolVar(&o.all, "all", false, "every dead letter of the queue, the oldest first")
+	fs.IntVar(&o.max, "max", 0, "with --all: at most this many (default: every one)")
 }
 
 // dispatch finds the command (one word, or two for dead and task),

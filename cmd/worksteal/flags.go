@@ -36,6 +36,7 @@ dashboard and metrics):
   dead list QUEUE              a page of dead letters, with their causes
   dead retry QUEUE ID...|--all move dead letters back to pending
   dead purge QUEUE ID...|--all delete dead letters
+                               (--all --max N: the N oldest)
   pause JOB [FOR]              pause a job fleet-wide (default 1h, at most 720h)
   resume JOB                   resume a paused job
   task show ID [--queue Q]     an item's state, attempts, cause and task

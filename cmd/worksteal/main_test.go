@@ -20,6 +20,8 @@ import (
 
 type mailArgs struct{ To string }
 
+var sendTask = tasks.Define[mailArgs, string]("send")
+
 // fleet is what a fleet leaves in Redis: queues mail (tasks, three dead
 // letters, one pending) and plain (empty), jobs tasks.mail and nightly,
 // and the registry.
@@ -45,7 +47,7 @@ func newFleet(t *testing.T, rdb redis.UniversalClient, flags ...string) *fleet {
 		t.Fatal(err)
 	}
 	mux := tasks.NewMux()
-	if err := tasks.Handle(mux, "send", func(context.Context, mailArgs) (string, error) { return "", nil }); err != nil {
+	if err := sendTask.Handle(mux, func(context.Context, mailArgs) (string, error) { return "", nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mux.Job(f.mail, jobs.DrainConfig{}); err != nil {
@@ -56,7 +58,7 @@ func newFleet(t *testing.T, rdb redis.UniversalClient, flags ...string) *fleet {
 		t.Fatal(err)
 	}
 	for _, to := range []string{"ann", "bob", "cy"} {
-		id, err := tasks.Enqueue(ctx, client, "send", mailArgs{To: to})
+		id, err := sendTask.Enqueue(ctx, client, mailArgs{To: to})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,7 @@ func newFleet(t *testing.T, rdb redis.UniversalClient, flags ...string) *fleet {
 			t.Fatal(err)
 		}
 	}
-	if f.live, err = tasks.Enqueue(ctx, client, "send", mailArgs{To: "dee"}); err != nil {
+	if f.live, err = sendTask.Enqueue(ctx, client, mailArgs{To: "dee"}); err != nil {
 		t.Fatal(err)
 	}
 	// What a recruiter's timer writes once a slice ran.

@@ -234,7 +234,7 @@ func listItems(ctx context.Context, c *cli, queue string, state inspect.State) e
 }
 
 func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
-	byID func(context.Context, string, ...string) (int, error), all func(context.Context, string) (int, error)) error {
+	byID func(context.Context, string, ...string) (int, error), all func(context.Context, string, int) (int, error)) error {
 	if len(args) == 0 {
 		return usagef("dead %s takes QUEUE and ids, or QUEUE --all", verb)
 	}
@@ -244,8 +244,10 @@ func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
 	switch {
 	case c.o.all && len(ids) > 0:
 		return usagef("dead %s: ids or --all, not both", verb)
+	case c.o.max != 0 && !c.o.all:
+		return usagef("dead %s: --max goes with --all", verb)
 	case c.o.all:
-		n, err = all(ctx, queue)
+		n, err = all(ctx, queue, c.o.max)
 	case len(ids) == 0:
 		return usagef("dead %s %s: name the ids, or --all", verb, queue)
 	default:

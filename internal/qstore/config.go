@@ -36,7 +36,7 @@ type Config struct {
 	WaitBlock       time.Duration
 	// Jitter draws the retry jitter, uniform in [0, 1) and safe for
 	// concurrent use; nil is math/rand/v2.Float64. Set by this repository's
-	// tests only (internal/hooks). A value out of range is clamped (see
+	// tests only (internal/seams). A value out of range is clamped (see
 	// backoff).
 	Jitter func() float64
 }

@@ -11,9 +11,9 @@
 // calls: the follow-up that an ack enqueues in the same script call
 // ([FollowUp], [Settlement].FollowUp), a chain's record ([ChainStep] in
 // [EnqueueOptions], [Store.Chain]) and joins ([JoinSpec],
-// [Store.EnqueueJoin], [Store.Join], [Store.JoinResults]). jobs' Drain,
-// and the Mux's job that tasks makes of it (internal/drainhook), work a
-// queue through its Store, which [Of] returns.
+// [Store.EnqueueJoin], [Store.Join], [Store.JoinResults]). jobs' Drain
+// and the Mux's job of tasks, both internal/drain's loop, work a queue
+// through its Store, which [Of] returns.
 //
 // The scripts of a plain queue carry the chains' and joins' steps too
 // (settle.lua acks and enqueues a follow-up, counts a join down; state.lua

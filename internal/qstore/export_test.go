@@ -33,7 +33,6 @@ var previousRelease = []struct {
 	{&promoteScript, []string{"types", "lanes", "maintain", "byid", "promote"}},
 	{&requeueScript, []string{"lanes", "byid", "requeue"}},
 	{&purgeScript, []string{"byid", "purge"}},
-	{&deadScript, []string{"dead"}},
 	{&settleScript, []string{"expired", "unique", "types", "lanes", "settle"}},
 	{&enqueueScript, []string{"undo", "lanes", "enqueue"}},
 	{&depthScript, []string{"readyat", "depth"}},

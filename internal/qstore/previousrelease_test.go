@@ -211,7 +211,7 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 
 			// Dead: the items nacked at every attempt, none other.
 			pick()
-			dead, err := b.q.Dead(ctx, 100)
+			dead, _, err := b.q.List(ctx, qstore.StateDead, 0, 100, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 			for id, h := range items {
 				if h.fate == nackAlways {
 					h.requeued, h.attempt = true, 0
-					if !slices.ContainsFunc(dead, func(d qstore.DeadItem) bool { return d.ID == id }) {
+					if !slices.ContainsFunc(dead, func(d qstore.ItemInfo) bool { return d.ID == id }) {
 						t.Errorf("%s, nacked at every attempt, is not dead", id)
 					}
 				}

@@ -33,11 +33,20 @@ type Store struct {
 	bell *wakeup.Bell // rung when an item becomes pending here
 }
 
-// Of returns the Store of q, a *queue.Queue. Package queue sets it in its
-// init, as it fills in internal/hooks (it may not export its store, and
-// this package may not import it): jobs' Drain and package tasks reach
-// the storage of the queue they are given through it.
-var Of func(q any) *Store
+// Of returns the store of q, a *queue.Queue: how jobs' Drain and package
+// tasks reach the storage of the queue they are given. Package queue may
+// not export its store, and this package may not import queue; a Queue
+// embeds a [Handle], whose unexported method only this package calls.
+func Of(q interface{ store() *Store }) *Store { return q.store() }
+
+// Handle holds a queue's store. queue.Queue embeds it under an unexported
+// name, so that no user reaches it.
+type Handle struct{ st *Store }
+
+// NewHandle returns the handle of st.
+func NewHandle(st *Store) Handle { return Handle{st} }
+
+func (h Handle) store() *Store { return h.st }
 
 // keys are the Redis keys of one queue. They share the hash tag
 // {prefix:q:name}, so every script runs on one Redis Cluster slot.
@@ -82,7 +91,7 @@ type keys struct {
 	claimKeys, releaseKeys []string
 	tidyKeys, promoteKeys  []string
 	requeueKeys, purgeKeys []string
-	deadKeys, extendKeys   []string
+	extendKeys             []string
 	settleKeys, resultKeys []string
 	cancelKeys             []string
 }
@@ -127,7 +136,6 @@ func newKeys(prefix, name string) keys {
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
 	k.purgeKeys = append([]string{k.dead}, k.itemHashes()...)
-	k.deadKeys = []string{k.dead, k.causes, k.attempts}
 	k.resultKeys = []string{k.results}
 	k.cancelKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.limits, k.canceled, k.tombstones}
 	return k

@@ -238,30 +238,3 @@ func Read(ctx context.Context, rdb redis.UniversalClient, prefix string) (Snapsh
 	})
 	return s, nil
 }
-
-// Lock is what a job's lock holds, as [ReadLock] found it; times are by
-// Redis's clock, zero when unset or past.
-type Lock struct {
-	Exists      bool      // the key exists
-	Legacy      bool      // the string lock of an earlier version
-	HeldUntil   time.Time // a slice runs until at most then
-	RestUntil   time.Time // the job rests (a cooldown, or its slot's run is taken)
-	PausedUntil time.Time // an operator paused the job
-	Tick        time.Time // a schedule's latest tick taken, or skipped while paused
-	Fleet       float64   // automatic pace: the processes that visit, as counted; 0 if unknown
-	Streak      int       // automatic pace: slices in a row that reported a backlog
-	Now         time.Time // Redis's clock at the reading
-}
-
-// Package recruiter fills these in, in its init: the job lock's layout
-// and the schedules' parser live there.
-var (
-	// PauseJob pauses job under prefix for d, fleet-wide; 0 resumes it.
-	PauseJob func(ctx context.Context, rdb redis.Scripter, prefix, job string, d time.Duration) error
-	// ReadLock reads job's lock under prefix, with no script and no write.
-	ReadLock func(ctx context.Context, rdb redis.UniversalClient, prefix, job string) (Lock, error)
-	// NextTick returns the first tick of schedule after t.
-	NextTick func(schedule string, after time.Time) (time.Time, error)
-	// PauseMax is the longest pause.
-	PauseMax time.Duration
-)

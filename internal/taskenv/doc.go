@@ -1,5 +1,5 @@
-// Package taskenv lets operators' tools (package inspect) and the test
-// helpers (tasks/taskstest) read a task's envelope, which package tasks
-// owns and does not export: it fills in [Decode] in its init, as the
-// owners of internal/hooks' functions do.
+// Package taskenv is a task's envelope: how package tasks writes a task
+// into a queue item's payload and reads it back ([Envelope], [Decode]),
+// and how operators' tools (package inspect) and the test helpers
+// (tasks/taskstest) read it, with no copy of the format.
 package taskenv

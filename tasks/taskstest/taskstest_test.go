@@ -26,6 +26,10 @@ func TestSignupExample(t *testing.T) {
 
 type step struct{ N int }
 
+// stepTask is the task of type typ over steps, for the tests' several
+// types of one shape.
+func stepTask(typ string) tasks.Task[step, step] { return tasks.Define[step, step](typ) }
+
 // Every option shows: a delay's due time, an attempt limit, a unique
 // key, a chain's step; pending tasks first, oldest first.
 func TestTasksOptions(t *testing.T) {
@@ -39,10 +43,10 @@ func TestTasksOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _ := tasks.Enqueue(ctx, c, "plain", step{1}, tasks.Attempts(3))
-	later, _ := tasks.Enqueue(ctx, c, "later", step{2}, tasks.Delay(time.Hour))
-	once, _ := tasks.Enqueue(ctx, c, "once", step{3}, tasks.Unique("k1", time.Minute))
-	chain, err := tasks.EnqueueChain(ctx, c, []tasks.Step{{Type: "a", Args: step{4}}, {Type: "b", Args: step{5}}})
+	plain, _ := stepTask("plain").Enqueue(ctx, c, step{1}, tasks.Attempts(3))
+	later, _ := stepTask("later").Enqueue(ctx, c, step{2}, tasks.Delay(time.Hour))
+	once, _ := stepTask("once").Enqueue(ctx, c, step{3}, tasks.Unique("k1", time.Minute))
+	chain, err := tasks.EnqueueChain(ctx, c, []tasks.Step{stepTask("a").Step(step{4}), stepTask("b").Step(step{5})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,7 @@ func TestRun(t *testing.T) {
 	var ran []int
 	mux := tasks.NewMux()
 	for _, typ := range []string{"a", "b", "c"} {
-		if err := tasks.Handle(mux, typ, func(_ context.Context, s step) (step, error) {
+		if err := stepTask(typ).Handle(mux, func(_ context.Context, s step) (step, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			ran = append(ran, s.N)
@@ -90,7 +94,7 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := tasks.Handle(mux, "fail", func(context.Context, step) (step, error) { return step{}, errors.New("no") }); err != nil {
+	if err := stepTask("fail").Handle(mux, func(context.Context, step) (step, error) { return step{}, errors.New("no") }); err != nil {
 		t.Fatal(err)
 	}
 	job, err := mux.Job(q, jobs.DrainConfig{})
@@ -101,10 +105,10 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tasks.EnqueueChain(ctx, c, []tasks.Step{{Type: "a", Args: step{1}}, tasks.Pipe("b"), tasks.Pipe("c")}); err != nil {
+	if _, err := tasks.EnqueueChain(ctx, c, []tasks.Step{stepTask("a").Step(step{1}), stepTask("b").Pipe(), stepTask("c").Pipe()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tasks.Enqueue(ctx, c, "fail", step{}); err != nil {
+	if _, err := stepTask("fail").Enqueue(ctx, c, step{}); err != nil {
 		t.Fatal(err)
 	}
 	rep := taskstest.Run(t, q, job)
@@ -176,8 +180,9 @@ func TestTasksLeavesOutCanceled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep, _ := tasks.Enqueue(ctx, c, "work", step{1})
-	drop, _ := tasks.Enqueue(ctx, c, "work", step{2})
+	work := tasks.Define[step, int]("work")
+	keep, _ := work.Enqueue(ctx, c, step{1})
+	drop, _ := work.Enqueue(ctx, c, step{2})
 	if err := tasks.Cancel(ctx, c, drop); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +191,7 @@ func TestTasksLeavesOutCanceled(t *testing.T) {
 	}
 	mux := tasks.NewMux()
 	var ran []int
-	if err := tasks.Handle(mux, "work", func(_ context.Context, s step) (int, error) { ran = append(ran, s.N); return s.N, nil }); err != nil {
+	if err := work.Handle(mux, func(_ context.Context, s step) (int, error) { ran = append(ran, s.N); return s.N, nil }); err != nil {
 		t.Fatal(err)
 	}
 	job, err := mux.Job(q, jobs.DrainConfig{Concurrency: 1})

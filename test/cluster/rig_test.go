@@ -208,7 +208,7 @@ func (r *drainRig) checkResults(t *testing.T) {
 	if err != nil || s != (queue.Depth{}) {
 		t.Fatalf("queue stats at the end = %+v, %v; want all zero", s, err)
 	}
-	dead, err := r.q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, r.q, 10)
 	if err != nil || len(dead) != 0 {
 		t.Fatalf("dead letters = %v, %v; want none", dead, err)
 	}

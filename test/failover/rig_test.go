@@ -351,7 +351,7 @@ func (a *app) check(t *testing.T, killedAt time.Time) (redelivered, lagged int) 
 	if lost > 0 {
 		t.Errorf("%d of %d acknowledged enqueues lost", lost, len(ids))
 	}
-	dead, err := a.servers[0].q.Dead(ctx, 10)
+	dead, err := testrig.DeadLetters(ctx, a.servers[0].q, 10)
 	if err != nil || len(dead) != 0 {
 		t.Errorf("dead letters = %v, %v; want none", dead, err)
 	}

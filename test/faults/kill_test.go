@@ -91,7 +91,7 @@ func TestWorkersKilledMidDrain(t *testing.T) {
 
 	wl := readWorkerLogs(t, procs)
 	redelivered := checkResults(t, q, ids, payloads, wl, poison)
-	deadItems, err := q.Dead(ctx, 100)
+	deadItems, err := testrig.DeadLetters(ctx, q, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
@@ -96,7 +97,7 @@ func shutdownUnderLoad(t *testing.T, st stack) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tidied, err := q.Tidy(ctx, queue.BatchMax)
+	tidied, err := qstore.Of(q).Tidy(ctx, queue.BatchMax)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -357,10 +357,10 @@ func enqueueWithOptions(t *testing.T, ctx context.Context, rdb redis.UniversalCl
 	if s, err := q.Settle(ctx, queue.Settlement{Item: items[0], Err: errors.New("no")}); s.Dead != 1 || err != nil {
 		t.Fatalf("Settle = %+v, %v; want dead at its own last attempt", s, err)
 	}
-	if _, err := q.Tidy(ctx, 10); err != nil {
+	if _, err := qstore.Of(q).Tidy(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := q.PurgeDead(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(q).PurgeDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("PurgeDead = %d, %v", n, err)
 	}
 }
@@ -392,7 +392,7 @@ func joinChildren(t *testing.T, ctx context.Context, rdb redis.UniversalClient) 
 	if _, err := q.Wait(ctx, id); !errors.Is(err, queue.ErrDead) {
 		t.Fatalf("Wait of the join = %v, want ErrDead", err)
 	}
-	if n, err := q.RequeueDead(ctx, 10); n != 1 || err != nil {
+	if n, err := qstore.Of(q).RequeueDead(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("RequeueDead = %d, %v", n, err)
 	}
 	for range 2 { // the child, then the final item its ack enqueued

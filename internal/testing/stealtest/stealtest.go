@@ -20,8 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/worksteal/worksteal/internal/hooks"
 	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/internal/seams"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/telemetry"
 )
@@ -67,9 +67,10 @@ func New(t testing.TB, inline bool) *Rig {
 		// machine the gate would hold slices back for up to 10 s.
 		Pressure: -1,
 	}
-	rec, err := recruiter.New(rdb, hooks.RecruiterConfig(cfg,
+	seams.SetRoll(&cfg,
 		func() float64 { return math.Float64frombits(rig.roll.Load()) },
-		func() time.Time { return time.Now().Add(time.Duration(rig.skew.Load())) }).(recruiter.Config))
+		func() time.Time { return time.Now().Add(time.Duration(rig.skew.Load())) })
+	rec, err := recruiter.New(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package testrig holds what this repository's tests share, in every
-// module: waiting for a condition, a test's context, and the fast exits
-// that recruit.
+// module: waiting for a condition, a test's context, the fast exits that
+// recruit, and a queue's dead letters.
 package testrig
 
 import (
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -55,4 +57,12 @@ func Traffic(rec *recruiter.Recruiter, every time.Duration) (stop func()) {
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// DeadLetters lists up to max (1 to queue.BatchMax) of q's dead letters,
+// the oldest first, each with its cause, attempts and death time (At), as
+// inspect.Inspector.Items reads them, without payloads.
+func DeadLetters(ctx context.Context, q *queue.Queue, max int) ([]qstore.ItemInfo, error) {
+	items, _, err := qstore.Of(q).List(ctx, qstore.StateDead, 0, max, 0)
+	return items, err
 }

@@ -1,20 +1,36 @@
-package tasks
+package taskenv
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 )
 
-// The first byte of every envelope: its version. A Mux that does not know
-// a version fails the task with ErrDecode rather than misreading it.
+// ErrDecode is package tasks' ErrDecode, which every error of [Decode]
+// wraps.
+var ErrDecode = errors.New("tasks: cannot decode")
+
+// UniqueKeyMax bounds a task's unique key, in bytes. The queue's key is
+// the task type, ':' and this key: at most 128+1+256 bytes, within the
+// queue's bound.
+const UniqueKeyMax = 256
+
+// queueUniqueMax bounds the queue's key, type ':' key, as a chain's
+// envelope carries it.
+const queueUniqueMax = 128 + 1 + UniqueKeyMax
+
+// The first byte of every envelope: its version. A tasks.Mux that does
+// not know a version fails the task with ErrDecode rather than misreading
+// it.
 const (
 	envelopeV1 = 1 // a task
 	envelopeV2 = 2 // a step of a chain
 )
 
-// envelope is a task as a queue item's payload holds it. Version 1, a
+// Envelope is a task as a queue item's payload holds it. Version 1, a
 // task on its own:
 //
 //	byte    version (envelopeV1)
@@ -29,7 +45,7 @@ const (
 //	uvarint length of the queue's unique key the chain holds, then the
 //	        key ("" for none)
 //	uvarint the step, 1 to steps
-//	uvarint the chain's steps, at most chainStepsMax
+//	uvarint the chain's steps, at most qstore.ChainStepsMax
 //	byte    1 if this step's arguments are the previous result, else 0
 //	uvarint length of the previous step's result, then the result
 //	        (empty at step 1)
@@ -39,32 +55,33 @@ const (
 //	        length of its type, then the type
 //
 // and ends with this step's encoded arguments (none when piped).
-type envelope struct {
+type Envelope struct {
 	Type  string
 	Codec string
-	Args  []byte
-	Chain *chainPart // nil: version 1
+	Args  []byte // encoded with Codec; a piped step's are the previous step's result
+	Chain *Chain // nil: version 1
 }
 
-// chainPart is what a step of a chain carries: where it is, the previous
+// Chain is what a step of a chain carries: where it is, the previous
 // step's result and the steps still to come.
-type chainPart struct {
-	ID          string
-	Unique      string // the queue's unique key, handed on step to step
+type Chain struct {
+	ID          string // "" at step 1: the chain is named after its first item
+	Unique      string // the queue's unique key, handed on step to step; "" for none
 	Step, Steps int
 	Piped       bool // Args are Prev
 	Prev        []byte
-	Rest        []encodedStep
+	Rest        []Step
 }
 
-// encodedStep is a step still to come, its arguments encoded.
-type encodedStep struct {
+// Step is a step still to come, its arguments encoded.
+type Step struct {
 	Type  string
 	Piped bool
 	Args  []byte
 }
 
-func (e envelope) encode() []byte {
+// Encode is e as a payload.
+func (e Envelope) Encode() []byte {
 	n := 1 + 2*binary.MaxVarintLen64 + len(e.Type) + len(e.Codec) + len(e.Args)
 	if c := e.Chain; c != nil {
 		n += 6*binary.MaxVarintLen64 + len(c.ID) + len(c.Unique) + len(c.Prev)
@@ -112,32 +129,32 @@ func flag(on bool) byte {
 	return 0
 }
 
-// decodeEnvelope reads an envelope; every error wraps ErrDecode. Its
-// byte slices share b's memory.
-func decodeEnvelope(b []byte) (envelope, error) {
+// Decode reads an envelope; every error wraps [ErrDecode]. Its byte
+// slices share b's memory.
+func Decode(b []byte) (Envelope, error) {
 	if len(b) == 0 {
-		return envelope{}, fmt.Errorf("%w: empty envelope", ErrDecode)
+		return Envelope{}, fmt.Errorf("%w: empty envelope", ErrDecode)
 	}
 	if b[0] != envelopeV1 && b[0] != envelopeV2 {
-		return envelope{}, fmt.Errorf("%w: envelope version %d, want %d or %d", ErrDecode, b[0], envelopeV1, envelopeV2)
+		return Envelope{}, fmt.Errorf("%w: envelope version %d, want %d or %d", ErrDecode, b[0], envelopeV1, envelopeV2)
 	}
 	rest := b[1:]
 	typ, rest, err := readName(rest, "type")
 	if err != nil {
-		return envelope{}, err
+		return Envelope{}, err
 	}
 	codec, rest, err := readName(rest, "codec")
 	if err != nil {
-		return envelope{}, err
+		return Envelope{}, err
 	}
-	e := envelope{Type: typ, Codec: codec}
+	e := Envelope{Type: typ, Codec: codec}
 	if b[0] == envelopeV2 {
 		if e.Chain, rest, err = readChain(rest); err != nil {
-			return envelope{}, err
+			return Envelope{}, err
 		}
 		if e.Chain.Piped {
 			if len(rest) > 0 {
-				return envelope{}, fmt.Errorf("%w: envelope's piped step has arguments", ErrDecode)
+				return Envelope{}, fmt.Errorf("%w: envelope's piped step has arguments", ErrDecode)
 			}
 			rest = e.Chain.Prev
 		}
@@ -146,14 +163,14 @@ func decodeEnvelope(b []byte) (envelope, error) {
 	return e, nil
 }
 
-func readChain(b []byte) (*chainPart, []byte, error) {
-	c := &chainPart{}
+func readChain(b []byte) (*Chain, []byte, error) {
+	c := &Chain{}
 	id, b, err := readBytes(b, "chain id")
 	if err != nil {
 		return nil, nil, err
 	}
 	c.ID = string(id)
-	if len(c.ID) > chainIDMax {
+	if len(c.ID) > qstore.ChainIDMax {
 		return nil, nil, fmt.Errorf("%w: envelope's chain id is too long", ErrDecode)
 	}
 	unique, b, err := readBytes(b, "chain's unique key")
@@ -171,7 +188,7 @@ func readChain(b []byte) (*chainPart, []byte, error) {
 	if steps, b, err = readUvarint(b, "steps"); err != nil {
 		return nil, nil, err
 	}
-	if steps < 1 || steps > chainStepsMax || step < 1 || step > steps || (step == 1) != (c.ID == "") {
+	if steps < 1 || steps > qstore.ChainStepsMax || step < 1 || step > steps || (step == 1) != (c.ID == "") {
 		return nil, nil, fmt.Errorf("%w: envelope's chain step %d of %d (chain id of %d bytes)", ErrDecode, step, steps, len(c.ID))
 	}
 	c.Step, c.Steps = int(step), int(steps)
@@ -184,7 +201,7 @@ func readChain(b []byte) (*chainPart, []byte, error) {
 	if c.Step == 1 && (c.Piped || len(c.Prev) > 0) {
 		return nil, nil, fmt.Errorf("%w: envelope's first step has a previous result", ErrDecode)
 	}
-	c.Rest = make([]encodedStep, c.Steps-c.Step)
+	c.Rest = make([]Step, c.Steps-c.Step)
 	for i := range c.Rest {
 		s := &c.Rest[i]
 		if s.Piped, b, err = readFlag(b, "next step"); err != nil {

@@ -1,4 +1,4 @@
-package jobs
+package drain
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestCancelWatchReadsBeforeAStaleStart(t *testing.T) {
 	if _, err := st.Cancel(ctx, items[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	j := &drainJob{q: st, cfg: DrainConfig{Batching: Batching{RedisTimeout: time.Second}}}
+	j := &drainJob{q: st, cfg: Config{Batching: Batching{RedisTimeout: time.Second}}}
 
 	// Fresh from its claim: no read, so a start does not see a later cancel
 	// (which is why Cancel waits out the fence).
@@ -83,7 +83,7 @@ func TestCancelWatchReadsBeforeAStaleStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = &drainJob{q: qstore.Of(dq), cfg: DrainConfig{Batching: Batching{RedisTimeout: time.Second}}}
+	j = &drainJob{q: qstore.Of(dq), cfg: Config{Batching: Batching{RedisTimeout: time.Second}}}
 	unread := j.watchCancels(ctx, items, time.Now().Add(-qstore.StartFence))
 	defer unread.close()
 	if ictx, v := unread.start(ctx, 0); v != startUnread || ictx != nil {
