@@ -65,16 +65,9 @@ type Chain struct {
 // ErrNotFound if the queue keeps no record of it (the record lasts the
 // queue's ResultRetention after the chain's last move).
 func (in *Inspector) Chain(ctx context.Context, queue, id string) (Chain, error) {
-	st, err := in.queue(ctx, queue)
+	c, err := readFlow(ctx, in, queue, "chain", id, (*qstore.Store).Chain)
 	if err != nil {
 		return Chain{}, err
-	}
-	c, err := st.Chain(ctx, id)
-	if errors.Is(err, qstore.ErrNotFound) {
-		return Chain{}, fmt.Errorf("%w: chain %.80s in queue %s", ErrNotFound, id, queue)
-	}
-	if err != nil {
-		return Chain{}, in.wrap(err)
 	}
 	return Chain{ID: c.ID, Step: c.Step, Steps: c.Steps, Current: c.Current, State: flowStates.Chain(c.State), Cause: c.Cause}, nil
 }
@@ -95,17 +88,27 @@ type FanOut struct {
 // id is the fan-out's and ".n". ErrNotFound if the queue keeps no record
 // of it.
 func (in *Inspector) FanOut(ctx context.Context, queue, id string) (FanOut, error) {
-	st, err := in.queue(ctx, queue)
+	j, err := readFlow(ctx, in, queue, "fan-out", id, (*qstore.Store).Join)
 	if err != nil {
 		return FanOut{}, err
 	}
-	j, err := st.Join(ctx, id)
-	if errors.Is(err, qstore.ErrNotFound) {
-		return FanOut{}, fmt.Errorf("%w: fan-out %.80s in queue %s", ErrNotFound, id, queue)
-	}
-	if err != nil {
-		return FanOut{}, in.wrap(err)
-	}
 	return FanOut{ID: j.ID, Children: j.Children, Done: j.Done, Dead: j.Dead, DeadChild: j.DeadChild, State: flowStates.Join(j.State),
 		Cause: j.Cause}, nil
+}
+
+// readFlow reads the record id of queue's chains or fan-outs (what).
+func readFlow[T any](ctx context.Context, in *Inspector, queue, what, id string, read func(*qstore.Store, context.Context, string) (T, error)) (T, error) {
+	var zero T
+	st, err := in.queue(ctx, queue)
+	if err != nil {
+		return zero, err
+	}
+	rec, err := read(st, ctx, id)
+	if errors.Is(err, qstore.ErrNotFound) {
+		return zero, fmt.Errorf("%w: %s %.80s in queue %s", ErrNotFound, what, id, queue)
+	}
+	if err != nil {
+		return zero, in.wrap(err)
+	}
+	return rec, nil
 }
