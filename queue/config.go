@@ -132,6 +132,6 @@ func (c Config) store() qstore.Config {
 	return qstore.Config{
 		BackoffBase: c.BackoffBase, BackoffMax: c.BackoffMax, Lease: c.Lease,
 		MaxAttempts: c.MaxAttempts, MaxPayload: c.MaxPayload, Prefix: c.Prefix,
-		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: seams.Jitter(&c),
+		ResultRetention: c.ResultRetention, WaitBlock: c.WaitBlock, Jitter: seams.Jitter(&c.testSeams),
 	}
 }

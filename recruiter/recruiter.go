@@ -79,8 +79,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 		// that the acquire script compares them as strings.
 		born: fmt.Sprintf("%016d%04d", time.Now().UnixMicro(), rand.IntN(10000)),
 	}
-	r.pressure = newPressureGate(cfg.Pressure, seams.Pressure(&cfg))
-	r.now, r.roll = seams.Now(&cfg), seams.Roll(&cfg)
+	r.pressure = newPressureGate(cfg.Pressure, seams.Pressure(&cfg.testSeams))
+	r.now, r.roll = seams.Now(&cfg.testSeams), seams.Roll(&cfg.testSeams)
 	if r.roll == nil {
 		r.roll = rand.Float64
 	}

@@ -23,10 +23,10 @@ type Queue struct {
 func (s *Recruiter) recruiterSeams() *Recruiter { return s }
 func (s *Queue) queueSeams() *Queue             { return s }
 
-// RecruiterConfig is a *recruiter.Config.
+// RecruiterConfig is a *recruiter.Config, or the *Recruiter it embeds.
 type RecruiterConfig interface{ recruiterSeams() *Recruiter }
 
-// QueueConfig is a *queue.Config.
+// QueueConfig is a *queue.Config, or the *Queue it embeds.
 type QueueConfig interface{ queueSeams() *Queue }
 
 // SetRoll sets the roll of an enlistment, uniform in [0, 1), and the clock
