@@ -233,6 +233,7 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 		"refresh-popular": func(n uint64) bool { return n > 0 },
 		"depth.orders":    func(n uint64) bool { return n == 0 }, // a reading is no item
 	}
+	reported := map[string]bool{} // a job's errors, said once
 	eventually(t, "every job did its work", func(context.Context) error {
 		_, body := httpDo(t, client, http.MethodGet, "http://"+adminAddr+"/debug/worksteal?format=json", "")
 		doc, err := decodeDashboard(body)
@@ -256,8 +257,15 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 			if j.Ran == 0 || !ok(j.Items) {
 				return fmt.Errorf("job %s ran %d slices, items %d", j.Name, j.Ran, j.Items)
 			}
-			if j.Errors+j.Panics != 0 {
-				t.Errorf("job %s: %d errors, %d panics", j.Name, j.Errors, j.Panics)
+			if j.Errors+j.Panics != 0 && !reported[j.Name] {
+				reported[j.Name] = true
+				var causes []string
+				for _, r := range doc.Recent {
+					if r.Job == j.Name && r.Error != "" {
+						causes = append(causes, r.Error)
+					}
+				}
+				t.Errorf("job %s: %d errors, %d panics; recent: %q", j.Name, j.Errors, j.Panics, causes)
 			}
 		}
 		return nil

@@ -84,7 +84,9 @@ type Page struct {
 // Items returns up to count items (1 to 1000) of queue in state
 // (pending, leased, delayed or dead), the oldest first, from offset.
 // Pages are read one script call each: items that move between two
-// calls may be skipped or seen twice.
+// calls may be skipped or seen twice. A queue that the registry does not
+// list (no recruiter has written it) and that holds nothing fails with
+// [ErrUnknownQueue], as every act on a queue does: a typo, not a page.
 func (in *Inspector) Items(ctx context.Context, queue string, state State, offset, count int) (Page, error) {
 	if state < StatePending || state > StateDead {
 		return Page{}, fmt.Errorf("%w: list state %v (want pending, leased, delayed or dead)", ErrInvalidArgument, state)

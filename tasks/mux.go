@@ -81,7 +81,7 @@ func (m *Mux) add(typ string, run handlerFunc) error {
 // [Task.Call] decodes it with the caller's codec, a [Raw] Call returns
 // it as bytes. An error fails the attempt as a handler's does; to leave a
 // type unserved, h returns an error wrapping [ErrUnknownType], and the
-// task fails as it would without h (see [Mux.Job]). h must be safe for
+// task fails as it would without h (see [Mux.Job]), counted under "*". h must be safe for
 // concurrent use and idempotent, as a handler. Its attempts count under
 // the type "*" in [Mux.Stats] and the metrics, whatever their types, so
 // that types read at run time do not grow the counters without bound.

@@ -1,6 +1,6 @@
 -- Pause or resume a job for the whole fleet. A slice already running ends
 -- as it would; no new one starts while the job is paused.
--- KEYS[1]: the job's lock key (a hash: see lock_acquire.lua)
+-- KEYS[1]: the job's lock key (a hash: see recruiter/lock_acquire.lua)
 -- ARGV[1]: the pause's length in milliseconds, or 0 to resume
 -- Returns 1.
 local key = KEYS[1]

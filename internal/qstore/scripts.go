@@ -68,6 +68,9 @@ func assemble(name, leftOut string) (string, error) {
 			return err
 		}
 		for _, p := range needs {
+			if p == leftOut && part != name {
+				return fmt.Errorf("%s.lua needs %s, which %s leaves out", part, leftOut, name)
+			}
 			if err := add(p); err != nil {
 				return err
 			}

@@ -84,7 +84,7 @@ func TestACLCoversEveryScript(t *testing.T) {
 	t.Parallel()
 	call := regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
 	used := map[string][]string{}
-	for _, dir := range []string{"internal/qstore", "jobs", "exphash", "recruiter"} {
+	for _, dir := range []string{"internal/qstore", "internal/joblock", "jobs", "exphash", "recruiter"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.lua"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no Lua scripts in %s: %v", dir, err)
