@@ -225,7 +225,11 @@ func TestReplanWeighsTheVisitItPlans(t *testing.T) {
 		weights += float64(paceOf(e).interval.Load())
 		gaps += float64(max(time.Unix(0, paceOf(e).planned.Load()).Sub(now), 0))
 	}
-	if r := weights / gaps; r < 0.95 || r > 1.05 {
-		t.Errorf("first visit after a replan: mean weight / mean gap = %.3f, want 1", r)
+	// A plan already past at the replan is visited at once, a gap of 0 here:
+	// the ratio is 1.033 on average (sd 0.007 over 200 runs of 20,000), so
+	// the bound leaves 6 sd above it. Twice its due (the defect this test
+	// caught) would be 2.
+	if r := weights / gaps; r < 0.95 || r > 1.08 {
+		t.Errorf("first visit after a replan: mean weight / mean gap = %.3f, want 1 (1.033 expected)", r)
 	}
 }
