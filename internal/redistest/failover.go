@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ type Failover struct {
 	Old      *Server   // the master killed
 	KilledAt time.Time // just after the process was gone
 
-	replicas []*Server // Old's replicas when it died
+	replicas []*Server  // Old's replicas when it died
+	switches *switchLog // Sentinel only: the masters named after the kill
 	// routed reports nil once the set-up sends clients to promoted: every
 	// cluster node serves the slot from it, or every Sentinel names it.
 	routed func(ctx context.Context, promoted *Server) error
@@ -113,4 +115,38 @@ func pollUntil(ctx context.Context, t testing.TB, what string, check func() erro
 
 func notYet(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errNotYet}, args...)...)
+}
+
+// Switch is a master named by a Sentinel's +switch-master message.
+type Switch struct {
+	Addr string
+	At   time.Time // when the message came
+}
+
+// Switches returns the masters the Sentinels named after the kill, in
+// order, each once (Sentinel set-ups only; nil for a cluster). More than
+// one means a second failover: writes acknowledged by the first master
+// promoted were lost when it became a replica of the second, as Redis's
+// asynchronous replication allows.
+func (f *Failover) Switches() []Switch {
+	if f.switches == nil {
+		return nil
+	}
+	f.switches.mu.Lock()
+	defer f.switches.mu.Unlock()
+	return append([]Switch(nil), f.switches.seen...)
+}
+
+type switchLog struct {
+	mu   sync.Mutex
+	seen []Switch
+}
+
+func (l *switchLog) add(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.seen); n > 0 && l.seen[n-1].Addr == addr {
+		return
+	}
+	l.seen = append(l.seen, Switch{Addr: addr, At: time.Now()})
 }

@@ -22,7 +22,8 @@ const SentinelMaster = "redistest"
 const sentinelTimeout = 30 * time.Second
 
 // Sentinel is a primary with two replicas watched by three Sentinels
-// (quorum 2, down-after-milliseconds 1000), as [StartSentinel] starts it.
+// (quorum 2, down-after-milliseconds 1000, failover-timeout 5000), as
+// [StartSentinel] starts it.
 type Sentinel struct {
 	servers   []*Server // the primary as started, then its replicas
 	sentinels []*Server
@@ -56,9 +57,13 @@ func StartSentinel(t testing.TB, extraArgs ...string) *Sentinel {
 		s.sentinels = append(s.sentinels, startProcess(t, bin, func(sv *Server, _ []int) {
 			conf := filepath.Join(sv.dir, "sentinel.conf")
 			// Sentinel rewrites its file with what it learns: it must be its own.
+			// A Sentinel that lost the election tries again after twice the
+			// failover timeout: at 2 s, on a loaded machine, that second
+			// failover came before the first one's news and demoted the
+			// master just promoted, losing the writes it had acknowledged.
 			text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2\n"+
 				"sentinel down-after-milliseconds %[1]s 1000\n"+
-				"sentinel failover-timeout %[1]s 2000\n", SentinelMaster, primary.port)
+				"sentinel failover-timeout %[1]s 5000\n", SentinelMaster, primary.port)
 			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 				t.Fatalf("redistest: write %s: %v", conf, err)
 			}
@@ -179,13 +184,40 @@ func (s *Sentinel) KillMaster(t testing.TB) *Failover {
 			live = append(live, d)
 		}
 	}
-	f := &Failover{Old: old, replicas: replicasOf(ctx, t, old, live), routed: s.names, logs: s.logTails}
+	f := &Failover{Old: old, replicas: replicasOf(ctx, t, old, live), routed: s.names, logs: s.logTails, switches: &switchLog{}}
 	if len(f.replicas) == 0 {
 		t.Fatalf("redistest: KillMaster: the master %s has no replica\n%s", old.Addr(), s.logTails())
 	}
+	s.watchSwitches(t, f.switches)
 	old.Kill()
 	f.KilledAt = time.Now()
 	return f
+}
+
+// watchSwitches records into log every master that a live Sentinel names
+// in a +switch-master message, until the test ends.
+func (s *Sentinel) watchSwitches(t testing.TB, log *switchLog) {
+	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
+	defer cancel()
+	for _, sv := range s.sentinels {
+		if !sv.running() {
+			continue
+		}
+		sc := redis.NewSentinelClient(sv.clientOptions())
+		ps := sc.Subscribe(ctx, "+switch-master")
+		if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+			t.Fatalf("redistest: subscribe to Sentinel %s: %v", sv.Addr(), err)
+		}
+		t.Cleanup(func() { _ = ps.Close(); _ = sc.Close() })
+		go func() {
+			// "<name> <old ip> <old port> <new ip> <new port>"
+			for m := range ps.Channel() {
+				if f := strings.Fields(m.Payload); len(f) == 5 && f[0] == SentinelMaster {
+					log.add(f[3] + ":" + f[4])
+				}
+			}
+		}()
+	}
 }
 
 // names checks that every live Sentinel names promoted master.

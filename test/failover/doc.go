@@ -15,7 +15,9 @@
 //
 //   - acknowledged enqueues lost: every one must end with its result,
 //     none dead-lettered, but those acknowledged within 250 ms of the
-//     kill, which asynchronous replication may lose (they are logged);
+//     kill, which asynchronous replication may lose, and, should the
+//     Sentinels fail over twice, those acknowledged by the master first
+//     promoted (they are logged);
 //   - handler calls that were redeliveries, and how many of them were of
 //     an item whose slice had already settled it (an ack lost with the
 //     master, had it not reached the replica);

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/jobs"
 	stealhttp "github.com/worksteal/worksteal/middleware/http"
@@ -249,16 +250,16 @@ func (a *app) stopLoops() {
 }
 
 // drained enlists every recruiter until the queue is empty and every
-// acknowledged item has run, but those replication may have lost (check
-// tells them apart).
-func (a *app) drained(t *testing.T, within time.Duration, killedAt time.Time) {
+// acknowledged item has run, but those Redis may have lost (check tells
+// them apart).
+func (a *app) drained(t *testing.T, within time.Duration, f *redistest.Failover) {
 	t.Helper()
 	a.stopLoops()
-	testrig.Eventually(t, within, "every acknowledged enqueue run, but those acknowledged around the kill, and the queue empty", func() bool {
+	testrig.Eventually(t, within, "every acknowledged enqueue run, but those Redis may have lost, and the queue empty", func() bool {
 		for _, s := range a.servers {
 			s.rec.Enlist(context.Background())
 		}
-		if a.missing(killedAt) > 0 {
+		if a.missing(newLossWindow(f)) > 0 {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -269,30 +270,41 @@ func (a *app) drained(t *testing.T, within time.Duration, killedAt time.Time) {
 }
 
 // missing counts the acknowledged enqueues never run, leaving out those
-// acknowledged within replicationLag of killedAt unless it is zero.
-func (a *app) missing(killedAt time.Time) int {
+// that lost holds.
+func (a *app) missing(lost lossWindow) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	missing := 0
 	for id, c := range a.acked {
-		if a.runs[id] == 0 && (killedAt.IsZero() || !nearKill(c, killedAt)) {
+		if a.runs[id] == 0 && !lost.holds(c) {
 			missing++
 		}
 	}
 	return missing
 }
 
-// nearKill reports whether c was acknowledged within replicationLag of
-// the kill, either side: the client's clock ran on while the dead
-// master's last answers came in.
-func nearKill(c call, killedAt time.Time) bool {
-	return c.ended.After(killedAt.Add(-replicationLag)) && c.ended.Before(killedAt.Add(replicationLag))
+// lossWindow is when an acknowledged write may be lost by Redis itself:
+// within replicationLag of the kill, either side (the client's clock ran
+// on while the dead master's last answers came in); and, when the
+// Sentinels failed over twice, up to replicationLag after the second
+// switch, as the first master promoted became a replica of the second and
+// dropped what it had acknowledged. The zero window holds nothing.
+type lossWindow struct{ from, to time.Time }
+
+func newLossWindow(f *redistest.Failover) lossWindow {
+	w := lossWindow{from: f.KilledAt.Add(-replicationLag), to: f.KilledAt.Add(replicationLag)}
+	if sw := f.Switches(); len(sw) > 1 {
+		w.to = sw[len(sw)-1].At.Add(replicationLag)
+	}
+	return w
 }
+
+func (w lossWindow) holds(c call) bool { return c.ended.After(w.from) && c.ended.Before(w.to) }
 
 func (a *app) describe() string {
 	var b strings.Builder
 	acked, handled := a.counts()
-	fmt.Fprintf(&b, "acked enqueues %d, items handled %d, never run %d\n", acked, handled, a.missing(time.Time{}))
+	fmt.Fprintf(&b, "acked enqueues %d, items handled %d, never run %d\n", acked, handled, a.missing(lossWindow{}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	d, err := a.servers[0].q.Depth(ctx)
@@ -316,10 +328,9 @@ func (a *app) describe() string {
 const replicationLag = 250 * time.Millisecond
 
 // check asserts that every acknowledged enqueue has its result, but those
-// acknowledged within replicationLag of the kill (it returns how many of
-// them were lost), and that the queue holds nothing dead; it also returns
+// acknowledged in window (it returns how many of them were lost), and that the queue holds nothing dead; it also returns
 // the redeliveries: handler calls of an id run before.
-func (a *app) check(t *testing.T, killedAt time.Time) (redelivered, lagged int) {
+func (a *app) check(t *testing.T, window lossWindow, killedAt time.Time) (redelivered, lagged int) {
 	t.Helper()
 	ctx := testrig.Context(t, 30*time.Second)
 	a.mu.Lock()
@@ -339,9 +350,9 @@ func (a *app) check(t *testing.T, killedAt time.Time) (redelivered, lagged int) 
 		if err == nil && strings.HasPrefix(string(got), "done:item-") {
 			continue
 		}
-		if c := acked[id]; nearKill(c, killedAt) {
+		if c := acked[id]; window.holds(c) {
 			lagged++
-			t.Logf("enqueue %s, acknowledged %v from the kill, lost to replication lag: %q, %v", id, c.ended.Sub(killedAt), got, err)
+			t.Logf("enqueue %s, acknowledged %v from the kill, lost by Redis: %q, %v", id, c.ended.Sub(killedAt), got, err)
 			continue
 		}
 		if lost++; lost <= 5 {
