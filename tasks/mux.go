@@ -31,6 +31,7 @@ type handlerFunc func(ctx context.Context, c Codec, typ string, args []byte) ([]
 // handler is a registered type: its handler and its counters.
 type handler struct {
 	run    handlerFunc
+	cfg    handleConfig
 	counts *typeCounts
 }
 
@@ -55,7 +56,7 @@ func NewMux(opts ...Option) *Mux {
 }
 
 // add registers run for the tasks of type typ, a checked name.
-func (m *Mux) add(typ string, run handlerFunc) error {
+func (m *Mux) add(typ string, cfg handleConfig, run handlerFunc) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.handlers.Load()
@@ -68,7 +69,7 @@ func (m *Mux) add(typ string, run handlerFunc) error {
 			table[k] = v
 		}
 	}
-	table[typ] = handler{run: run, counts: newTypeCounts(typ)}
+	table[typ] = handler{run: run, cfg: cfg, counts: newTypeCounts(typ)}
 	m.handlers.Store(&table)
 	return nil
 }

@@ -64,8 +64,9 @@ func (t Task[A, R]) Type() string { return t.typ }
 // attempt, with its text as cause (see [Mux.Job]). A slice runs several
 // tasks at once (jobs.DrainConfig.Concurrency), so h must be safe for
 // concurrent use; since delivery is at least once, it must be idempotent.
-// A nil m or h, or an invalid type, fails with [ErrInvalidArgument].
-func (t Task[A, R]) Handle(m *Mux, h func(ctx context.Context, args A) (R, error)) error {
+// opts set how h runs (see [HandleOption]). A nil m or h, or an invalid
+// type, fails with [ErrInvalidArgument].
+func (t Task[A, R]) Handle(m *Mux, h func(ctx context.Context, args A) (R, error), opts ...HandleOption) error {
 	switch {
 	case m == nil:
 		return fmt.Errorf("%w: nil Mux", ErrInvalidArgument)
@@ -76,7 +77,7 @@ func (t Task[A, R]) Handle(m *Mux, h func(ctx context.Context, args A) (R, error
 		return fmt.Errorf("%w: task type: %v", ErrInvalidArgument, err)
 	}
 	typ, raw := t.typ, t.raw
-	return m.add(typ, func(ctx context.Context, c Codec, _ string, data []byte) ([]byte, error) {
+	return m.add(typ, newHandleConfig(opts), func(ctx context.Context, c Codec, _ string, data []byte) ([]byte, error) {
 		var args A
 		if err := unmarshal(c, raw, data, &args); err != nil {
 			return nil, fmt.Errorf("%w: arguments of %s: %w", ErrDecode, typ, err)

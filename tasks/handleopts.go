@@ -1,0 +1,22 @@
+package tasks
+
+// HandleOption sets how the handler of one task type runs, at
+// [Task.Handle].
+type HandleOption interface{ applyHandle(*handleConfig) }
+
+type handleOptionFunc func(*handleConfig)
+
+func (f handleOptionFunc) applyHandle(c *handleConfig) { f(c) }
+
+// handleConfig is what a type's HandleOptions set.
+type handleConfig struct{}
+
+func newHandleConfig(opts []HandleOption) handleConfig {
+	var c handleConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyHandle(&c)
+		}
+	}
+	return c
+}
