@@ -25,6 +25,10 @@ type Item struct {
 	// Token identifies the claim: no two claims of one item share a token.
 	// It is opaque ("attempt-number" today), never empty.
 	Token string
+	// Trace is the trace context of the enqueue that made the item (a W3C
+	// traceparent), which package tasks stores so that a task's run links
+	// to its enqueue; "" when it has none.
+	Trace string
 }
 
 // items converts the storage's items (the same fields) to Items.

@@ -24,6 +24,7 @@ type Item struct {
 	MaxAttempts int       // the item's own limit, or else the queue's
 	Deadline    time.Time // when the lease ends, by Redis's clock
 	Token       string    // "attempt-number", never empty
+	Trace       string    // the enqueue's trace context, if it had one (tracectx.go)
 }
 
 func checkCount(what string, n int) error {
@@ -77,7 +78,13 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		return c, nil // nothing pending
 	}
 	own, _ := reply[4].([]any)
-	if len(reply)%3 != 0 || len(own)%2 != 0 {
+	// The items' trace contexts, when any has one, end the reply.
+	var traced []any
+	if len(reply)%3 == 1 {
+		traced, _ = reply[len(reply)-1].([]any)
+		reply = reply[:len(reply)-1]
+	}
+	if len(reply)%3 != 0 || len(own)%2 != 0 || len(traced)%2 != 0 {
 		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits", errUnexpectedScript, len(reply), len(own)))
 	}
 	ms, _ := reply[0].(int64)
@@ -106,6 +113,14 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		limit, _ := own[i+1].(int64)
 		if at >= 1 && int(at) <= len(items) && limit >= 1 {
 			items[at-1].MaxAttempts = int(limit)
+		}
+	}
+	// (index from 1, trace context) pairs, likewise.
+	for i := 0; i < len(traced); i += 2 {
+		at, _ := traced[i].(int64)
+		trace, _ := traced[i+1].(string)
+		if at >= 1 && int(at) <= len(items) {
+			items[at-1].Trace = trace
 		}
 	}
 	c.Items = items

@@ -1,4 +1,4 @@
--- needs: expired, unique, types, lanes
+-- needs: expired, unique, types, lanes, traces
 -- Settle: ack or nack claimed items whose claim token is still current.
 -- KEYS[1]: leases (zset)   KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)    KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)
@@ -15,12 +15,13 @@
 -- then per item, a group of 5: id, claim token, its kind ('a' an ack, 'n'
 -- a nack, 't' an ack with a follow-up), "token:result" (ack) or the cause
 -- (nack), the retry backoff in ms (nack; an ack ignores it). An item of
--- kind 't' is followed by a group of 6, its follow-up: the new item's id,
+-- kind 't' is followed by a group of 7, its follow-up: the new item's id,
 -- its payload, the index in KEYS of the chain record the ack moves on (0:
 -- none; chain records and unique keys' locks come after the wake-up
 -- lists), the step and the steps of the chain the new item is (see
 -- Store.Chain), and the index in KEYS of the unique key's lock that the
--- ack hands on to it if the acked item holds it (0: none).
+-- ack hands on to it if the acked item holds it (0: none), and its trace
+-- context ('': none; traces.lua).
 -- The kind alone tells an ack from a nack: a nack's backoff that is not a
 -- finite number >= 0 counts as 0 (retry at once). Any other kind, or
 -- groups cut short, is an error raised before anything is written:
@@ -73,10 +74,10 @@ while g <= #ARGV do
   if kind == 't' then
     local key = tonumber(ARGV[g + 7])
     local lock = tonumber(ARGV[g + 10])
-    if g + 10 > #ARGV or not key or (key ~= 0 and not KEYS[key]) or not lock or (lock ~= 0 and not KEYS[lock]) then
+    if g + 11 > #ARGV or not key or (key ~= 0 and not KEYS[key]) or not lock or (lock ~= 0 and not KEYS[lock]) then
       return redis.error_reply('ERR settle: item ' .. ARGV[g] .. ' has no follow-up group')
     end
-    g = g + 11
+    g = g + 12
   else
     g = g + 5
   end
@@ -106,10 +107,14 @@ end
 -- named k times k times.
 local tag = tagOf(KEYS[1])
 local lanesKey = tag .. ':lanes'
-local flags = redis.call('EXISTS', KEYS[11], tag .. ':holding', tag .. ':holding', lanesKey, lanesKey, lanesKey, lanesKey)
+-- And whether any may have a trace context (traces.lua).
+local traced = tag .. ':traced'
+local flags = redis.call('EXISTS', KEYS[11], tag .. ':holding', tag .. ':holding', lanesKey, lanesKey, lanesKey, lanesKey,
+  traced, traced, traced, traced, traced, traced, traced, traced)
+local anyTraced = flags >= 8
 local hasLimits = flags % 2 == 1
 local held = flags % 4 >= 2
-local laned = flags >= 4 -- lanes.lua
+local laned = flags % 8 >= 4 -- lanes.lua
 local function limitOf(id)
   return hasLimits and tonumber(redis.call('HGET', KEYS[11], id)) or maxAttempts
 end
@@ -244,6 +249,9 @@ if nthen > 0 then
     if lock > 0 then
       handUnique(KEYS[lock], from, nid)
     end
+    if ARGV[at + 6] ~= '' then
+      writeTraces(tag, {nid}, ARGV[at + 6], 0)
+    end
   end
   redis.call('HSET', KEYS[2], unpack(values))
   -- A follow-up has the acked item's priority (lanes.lua).
@@ -326,6 +334,9 @@ if #acked > 0 then
   end
   if laned then
     redis.call('HDEL', lanesKey, unpack(acked))
+  end
+  if anyTraced then
+    dropTraces(tag, acked)
   end
 end
 return codes
