@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Codec turns a task's arguments and results into bytes and back. Its
@@ -29,8 +30,9 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 type Option interface{ apply(*options) }
 
 type options struct {
-	codec         Codec
-	meterProvider metric.MeterProvider
+	codec          Codec
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider // see WithTracerProvider
 }
 
 type optionFunc func(*options)
@@ -52,7 +54,8 @@ func WithCodec(c Codec) Option {
 // WithMeterProvider sets the provider of the [Mux]'s meter, which counts
 // task attempts by type and outcome and those running (see
 // [github.com/worksteal/worksteal/telemetry]). Default: the otel global;
-// nil keeps the default. A [Client] ignores it.
+// nil keeps the default. A [Client] ignores it. [WithTracerProvider] sets
+// the tracer's.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(o *options) {
 		if mp != nil {

@@ -46,13 +46,14 @@ type Mux struct {
 	mu       sync.Mutex // serialises writers of handlers
 	handlers atomic.Pointer[map[string]handler]
 	unknown  atomic.Pointer[handler] // HandleUnknown's, or nil
+	tracing
 }
 
-// NewMux returns a Mux without handlers; see [WithCodec] and
-// [WithMeterProvider].
+// NewMux returns a Mux without handlers; see [WithCodec],
+// [WithMeterProvider] and [WithTracerProvider].
 func NewMux(opts ...Option) *Mux {
 	o := newOptions(opts)
-	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider)}
+	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider), tracing: newTracing(o.tracerProvider)}
 }
 
 // add registers run for the tasks of type typ, a checked name.
@@ -145,9 +146,9 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
 	m.noteTypes(q)
-	st := qstore.Of(q)
+	st, run := qstore.Of(q), m.run
 	return drain.New(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
-		return m.run(ctx, st, it)
+		return m.traced(ctx, st, it, run) // trace.go
 	}, drain.Config{Batching: drain.Batching(cfg.Batching), Concurrency: cfg.Concurrency})
 }
 

@@ -167,3 +167,30 @@ func TestTraceContextWithPriorities(t *testing.T) {
 		}
 	}
 }
+
+// A join's children and its final item carry its trace context.
+func TestTraceContextOfAJoin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, queue.Config{})
+	ctx := testContext(t)
+	id := mustEnqueueJoin(t, b.q, qstore.JoinSpec{Final: []byte("f"), Children: payloads("c", 2),
+		Options: qstore.EnqueueOptions{Trace: traceA, Unique: "u", UniqueFor: time.Minute}}, false)
+	for _, it := range mustClaim(t, b.q, 10, 2) {
+		if it.Trace != traceA {
+			t.Fatalf("claimed %+v, want trace %q", it, traceA)
+		}
+		if err := b.q.Ack(ctx, it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	final := mustClaim(t, b.q, 10, 1)[0]
+	if final.ID != id || final.Trace != traceA {
+		t.Fatalf("claimed %+v, want the final item %s with trace %q", final, id, traceA)
+	}
+	if err := b.q.Ack(ctx, final, nil); err != nil {
+		t.Fatal(err)
+	}
+	if keys := b.rdb.Keys(ctx, tagOf(b.q)+":trace:*").Val(); len(keys) != 0 {
+		t.Fatalf("after every ack, %v are kept", keys)
+	}
+}
