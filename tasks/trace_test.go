@@ -44,7 +44,7 @@ func tracedRecruiter(t *testing.T, b *bundle, tp trace.TracerProvider, job recru
 func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == k {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
