@@ -268,3 +268,46 @@ func TestTraceContextStoredOnlyWhenTraced(t *testing.T) {
 		})
 	}
 }
+
+// A fan-out is one PRODUCER span; its children's runs and its final
+// step's link to it.
+func TestFanOutInTheTraces(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	b := setup(t, nil, queue.Config{}, tasks.WithTracerProvider(tp))
+	var finals atomic.Int32
+	part, total := tasks.Define[int, int]("part"), tasks.Define[int, int]("total")
+	if err := part.Handle(b.mux, func(_ context.Context, n int) (int, error) { return n, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := total.Handle(b.mux, func(context.Context, int) (int, error) { finals.Add(1); return 0, nil }); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testrig.Context(t, 30*time.Second)
+	id, err := tasks.EnqueueFanOut(ctx, b.client, []tasks.Step{part.Step(1), part.Step(2)}, total.Step(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drive(t, "the fan-out's final step run", func() bool { return finals.Load() == 1 })
+	var send trace.SpanContext
+	runs := map[string]int{}
+	for _, s := range rec.Ended() {
+		if s.SpanKind() == trace.SpanKindProducer {
+			send = s.SpanContext()
+			wantMessaging(t, s, trace.SpanKindProducer, "send", b.q.Name(), id)
+		}
+	}
+	for _, s := range rec.Ended() {
+		if s.SpanKind() != trace.SpanKindConsumer {
+			continue
+		}
+		runs[attrOf(s, telemetry.AttrTaskType)]++
+		if links := s.Links(); len(links) != 1 || links[0].SpanContext.SpanID() != send.SpanID() || links[0].SpanContext.TraceID() != send.TraceID() {
+			t.Errorf("run of %s links to %v, want the fan-out's enqueue %v", attrOf(s, "messaging.message.id"), links, send)
+		}
+	}
+	if runs["part"] != 2 || runs["total"] != 1 {
+		t.Fatalf("runs by type %v, want 2 part and 1 total", runs)
+	}
+}
