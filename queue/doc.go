@@ -175,8 +175,8 @@
 //	                  (ms); the key expires with its last
 //	…:tombstones      set of canceled ids still in pending's or a parked
 //	                  list, until a claim meets them
-//	…:trace:ID        the trace context (W3C traceparent) of item ID's
-//	                  enqueue (package tasks), which claims return as
+//	…:trace:ID        hash "tp" → the trace context (W3C traceparent) of
+//	                  item ID's enqueue (package tasks), which claims return as
 //	                  Item.Trace; deleted with its ack, cancel or purge,
 //	                  and expiring 7 days past its due time in any case
 //	…:traced          exists while any item may have a trace context,

@@ -104,7 +104,9 @@ local function cancelOne(x, listed)
   for _, k in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[10], lanes}) do
     redis.call('HDEL', k, x)
   end
-  dropTraces(tag, {x})
+  if anyTraces(tag) then
+    dropTraces(tag, {x})
+  end
   if redis.call('HDEL', KEYS[8], x) == 1 then
     local wake = tag .. ':notify:' .. x
     if redis.call('EXISTS', wake) == 0 then

@@ -16,5 +16,8 @@ redis.call('ZREM', KEYS[1], unpack(ids))
 for i = 2, #KEYS do
   redis.call('HDEL', KEYS[i], unpack(ids))
 end
-dropTraces(string.sub(KEYS[1], 1, #KEYS[1] - 5), ids) -- ':dead'
+local tag = string.sub(KEYS[1], 1, #KEYS[1] - 5) -- ':dead'
+if anyTraces(tag) then
+  dropTraces(tag, ids)
+end
 return #ids

@@ -18,13 +18,14 @@ const (
 	traceB = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-00"
 )
 
-// wantTraceKey checks whether item id's trace context is kept, and that
-// a kept one expires within keep (traces.lua: 7 days past its due time).
+// wantTraceKey checks whether item id's trace context is kept (the field
+// "tp" of its key), and that a kept one expires within keep (traces.lua:
+// 7 days past its due time).
 func wantTraceKey(t *testing.T, rdb *redis.Client, q *qstore.Store, id, want string, keep time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	key := tagOf(q) + ":trace:" + id
-	got, err := rdb.Get(ctx, key).Result()
+	got, err := rdb.HGet(ctx, key, "tp").Result()
 	if errors.Is(err, redis.Nil) {
 		got, err = "", nil
 	}

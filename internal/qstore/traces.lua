@@ -16,49 +16,50 @@ local function traceKey(tag, id)
   return tag .. ':trace:' .. id
 end
 
+-- The commands are those a worker's least-privilege ACL grants already
+-- (docs/redis.md): each trace key is a hash of one field, "tp", which
+-- HSET writes, HGET reads, and HDEL deletes with its key.
+
 -- writeTraces stores ctx as the trace context of each of ids, due in
 -- delay ms.
 local function writeTraces(tag, ids, ctx, delay)
   local ttl = tonumber(delay) + traceKeep
   for _, id in ipairs(ids) do
-    redis.call('SET', traceKey(tag, id), ctx, 'PX', ttl)
+    local key = traceKey(tag, id)
+    redis.call('HSET', key, 'tp', ctx)
+    redis.call('PEXPIRE', key, ttl)
   end
   local marker = tag .. ':traced'
   if redis.call('PTTL', marker) < ttl then
-    redis.call('SET', marker, '1', 'PX', ttl)
+    redis.call('HSET', marker, 'tp', '1')
+    redis.call('PEXPIRE', marker, ttl)
   end
 end
 
 -- dropTraces deletes the trace contexts of ids, if they have any.
 local function dropTraces(tag, ids)
-  if #ids == 0 then
-    return
+  for _, id in ipairs(ids) do
+    redis.call('HDEL', traceKey(tag, id), 'tp')
   end
-  local keys = {}
-  for i, id in ipairs(ids) do
-    keys[i] = traceKey(tag, id)
-  end
-  redis.call('DEL', unpack(keys))
+end
+
+-- anyTraces says whether any item of the queue of tag may have a trace
+-- context.
+local function anyTraces(tag)
+  return redis.call('EXISTS', tag .. ':traced') == 1
 end
 
 -- withTraces appends to a claim's reply (claim.lua says its form) the
 -- list of (index from 1, trace context) pairs of its items that have
 -- one, when any has.
 local function withTraces(out, tag)
-  local keys, n = {}, 0
+  local traced, nt, n = {}, 0, 0
   for i = 7, #out, 3 do
     n = n + 1
-    keys[n] = traceKey(tag, out[i])
-  end
-  if n == 0 then
-    return out
-  end
-  local found = redis.call('MGET', unpack(keys))
-  local traced, nt = {}, 0
-  for i = 1, n do
-    if found[i] then
-      traced[nt + 1] = i
-      traced[nt + 2] = found[i]
+    local ctx = redis.call('HGET', traceKey(tag, out[i]), 'tp')
+    if ctx then
+      traced[nt + 1] = n
+      traced[nt + 2] = ctx
       nt = nt + 2
     end
   end
