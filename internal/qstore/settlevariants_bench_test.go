@@ -1,0 +1,5 @@
+package qstore_test
+
+func settleVariants() []settleVariant {
+	return []settleVariant{{"ack", nil}, {"nack", errBench}}
+}
