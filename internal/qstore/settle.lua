@@ -43,8 +43,9 @@
 -- expire after the result retention. A child dead-lettered here wakes
 -- the final item's waiters, for whom the join has failed (state.lua).
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
--- for a retry or a snooze, 3 dead-lettered, 4 canceled (cancel.lua ended its claim),
--- 0 claim no longer current otherwise (nothing done either way).
+-- for a retry or a snooze, 3 dead-lettered, 4 canceled (cancel.lua ended
+-- its claim), 0 claim no longer current otherwise (nothing done either
+-- way).
 -- An acked result is stored as "expiry ms:token:result" in results, and
 -- "expiry ms:id" is appended to expiring, in expiry order; each call first
 -- drops up to 2 per item of the results that expired (so results cannot

@@ -1,5 +1,0 @@
-package qstore_test
-
-func settleVariants() []settleVariant {
-	return []settleVariant{{"ack", nil}, {"nack", errBench}}
-}
