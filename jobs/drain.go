@@ -12,7 +12,8 @@ import (
 // Handler does the work of one claimed item and returns its result (nil
 // stores an empty one), or an error to nack it: the item is retried after
 // the queue's backoff, or dead-lettered with the error as cause at its last
-// attempt. ctx ends a margin before the item's lease (see [Drain]), not
+// attempt (an error made by package tasks' DeadLetter, RetryAfter or Snooze
+// steers it as [queue.Queue.Settle] says). ctx ends a margin before the item's lease (see [Drain]), not
 // with the slice's budget. A slice runs several handlers at once
 // (DrainConfig.Concurrency), so a Handler must be safe for concurrent
 // use, and idempotent: delivery is at least once.

@@ -160,6 +160,8 @@
 //	            ResultRetention after its last child's ack
 //	…:weights   hash priority → weight (SetPriorities)
 //	…:lanes     hash id → priority, of the items not in the default lane
+//	…:snoozes   hash id → times the item snoozed (package tasks' Snooze);
+//	            expires a week after its last snooze is due
 //	…:pending:P list of the ids of priority P, as pending (which is the
 //	            default lane)
 //	…:swrr      hash priority → its credit in the claims' round robin

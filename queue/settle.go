@@ -18,7 +18,7 @@ type Settlement struct {
 // SettleResult counts what a [Queue.Settle] did.
 type SettleResult struct {
 	Acked   int // results stored
-	Retried int // nacked, delayed for a retry
+	Retried int // nacked, delayed for a retry (or snoozed)
 	Dead    int // nacked at the last attempt, dead-lettered
 	// Canceled counts the items canceled while their claim ran
 	// ([Queue.Cancel]): their outcome is dropped, as they had ended.
@@ -35,7 +35,10 @@ type SettleResult struct {
 // below Config.MaxAttempts (or the item's own,
 // [EnqueueOptions.MaxAttempts]) delays the item by the backoff; at the
 // last attempt it dead-letters the item with the cause and wakes its
-// waiters.
+// waiters. A cause that is, or wraps, an error made by package tasks'
+// [github.com/worksteal/worksteal/tasks.DeadLetter], RetryAfter or Snooze
+// does what that error's doc says instead (dead-letter now, another delay,
+// a snooze that uses no attempt).
 //
 // An ack whose result is larger than Config.MaxPayload is turned into a
 // nack with ErrPayloadTooLarge as the cause, so one item cannot fail a

@@ -67,6 +67,32 @@
 // stop the queue. Register handlers before the job first runs, so that
 // early tasks do not spend their attempts as unknown types.
 //
+// # Steering the retry
+//
+// By default a handler's error is retried after the queue's backoff until
+// the task's attempts run out. A handler may say otherwise by returning
+// (or wrapping, with %w) one of these errors:
+//
+//   - [DeadLetter](cause): dead-lettered now, no further attempt; a chain
+//     stops at the step, a fan-out fails at once (the final step never
+//     runs); the dead letter's cause is the handler's whole error text.
+//   - [RetryAfter](d, cause): run again after d instead of the backoff;
+//     the attempt is used, so the last one dead-letters as any error.
+//   - [Snooze](d): run again after d with the attempt not used (its next
+//     run has the same attempt number, and a last attempt is not
+//     dead-lettered); a chain or fan-out waits for the step. A task snoozes
+//     at most 100 times in its life, counted with it in the queue (the
+//     hash …:snoozes); each snooze past them is a failed attempt whose
+//     cause says so, so that a task cannot snooze for ever.
+//
+// [RetryDelay], a [HandleOption], sets a type's delay as a function of the
+// attempt and the error, used when the error says none of the above. A
+// negative delay is 0 and one past a year is a year, whichever way it is
+// given. The queue reads these errors where it settles an item, so they
+// steer a [jobs.Drain] handler's error, or a [queue.Queue.Nack] cause, the
+// same way; RetryDelay is a Mux's only. A panic is retried after the
+// backoff.
+//
 // # Clients
 //
 // A [Client] is a queue and a codec. Enqueues and calls take the Client

@@ -182,12 +182,12 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 	returned := false
 	defer func() { // a panic fails the attempt too; a cancel ended it, with no outcome
 		canceled := errors.Is(context.Cause(ctx), queue.ErrCanceled)
-		m.end(ctx, h.counts, !returned || err != nil, it.Attempt >= it.MaxAttempts, canceled)
+		m.end(ctx, h.counts, !returned || err != nil, lastAttempt(it.Attempt, it.MaxAttempts, err), canceled)
 	}()
 	result, err := h.run(ctx, m.codec, env.Type, env.Args)
 	returned = true
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, h.cfg.steer(it.Attempt, err)
 	}
 	return result, nextStep(env, it.ID, result), nil
 }

@@ -29,10 +29,11 @@ type TypeStats struct {
 	// Retried counts the failed attempts (an error, a panic, arguments
 	// that do not decode) below the task's limit (its own [Attempts], or
 	// else the queue's MaxAttempts): the queue retries them after its
-	// backoff.
+	// backoff, or the delay the error says. A [Snooze] counts here too,
+	// at any attempt.
 	Retried uint64
-	// Dead counts the failed attempts at the task's limit, which the
-	// queue dead-letters.
+	// Dead counts the failed attempts at the task's limit, and those
+	// whose handler returned [DeadLetter], which the queue dead-letters.
 	Dead uint64
 }
 

@@ -63,6 +63,8 @@ const (
 	abandonOnce        // its first lease left to expire, then acked
 	releaseOnce        // released at its first claim, then acked
 	extendThenAck      // its lease extended, then acked
+	snoozeTwice        // snoozed by this release at its first two claims, then acked
+	deadNow            // dead-lettered by this release at its first claim, acked once requeued
 	fates
 )
 
@@ -72,6 +74,8 @@ type held struct {
 	attempt  int       // of its last claim
 	deadline time.Time // of its last claim
 	released bool      // by its last claim's holder
+	snoozes  int       // by this release, which leave its attempt uncounted
+	snoozed  bool      // its last claim's holder snoozed it
 	live     bool      // its last lease was left to expire
 	once     bool      // its fate's first act is done
 	acked    int
@@ -84,11 +88,14 @@ type held struct {
 // testdata/previous) and of this one work one queue, each call made by
 // one or the other, drawn at random. Nothing is lost, nothing runs twice
 // (no item is claimed while its lease is live, or after its ack), and
-// nothing is dead-lettered but what failed its every attempt; a dead
-// letter requeued by either release runs again. With priorities, the
-// claims take claimtyped.lua's path. This release's enqueues carry trace
-// contexts, which the previous release ignores: its claims return none,
-// its acks leave them to expire (7 days), this release's acks delete them.
+// nothing is dead-lettered but what failed its every attempt, or this
+// release dead-lettered at once; a dead letter requeued by either release
+// runs again. An item snoozed by this release keeps its attempt whichever
+// release claims it next, and the previous release, which knows no
+// snoozes, acks it as any item. With priorities, the claims take
+// claimtyped.lua's path. This release's enqueues carry trace contexts,
+// which the previous release ignores: its claims return none, its acks
+// leave them to expire (7 days), this release's acks delete them.
 func TestPreviousReleaseBesideThisOne(t *testing.T) {
 	// Not parallel: it swaps the scripts of every Store of the process,
 	// which the parallel tests wait for.
@@ -150,6 +157,8 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 
 			// Pairs of the releases that claimed and settled one lease.
 			pairs := map[[2]string]int{}
+			// Claims of snoozed items, by release.
+			afterSnooze := map[string]int{}
 			claimAll := func() {
 				t.Helper()
 				for until := time.Now().Add(20 * time.Second); ; {
@@ -172,19 +181,33 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 							t.Fatalf("claimed %s (%s release) with trace %q, want %q", it.ID, claimedBy, it.Trace, wantTrace)
 						}
 						want := h.attempt + 1
-						if h.released {
-							want = h.attempt // a release does not count the attempt
+						if h.released || h.snoozed {
+							want = h.attempt // a release or a snooze does not count the attempt
 						}
 						if it.Attempt != want {
 							t.Fatalf("claimed %s (%s release) at attempt %d, want %d", it.ID, claimedBy, it.Attempt, want)
 						}
-						h.attempt, h.deadline, h.released, h.live = it.Attempt, it.Deadline, false, false
+						if h.snoozed {
+							afterSnooze[claimedBy]++
+						}
+						h.attempt, h.deadline, h.released, h.live, h.snoozed = it.Attempt, it.Deadline, false, false, false
 						settledBy := pick()
+						steered := h.fate == snoozeTwice && h.snoozes < 2 || h.fate == deadNow && !h.requeued
+						if steered { // only this release steers
+							this()
+							settledBy, release = "this", "this"
+						}
 						pairs[[2]string{claimedBy, settledBy}]++
 						var err error
 						switch {
 						case h.fate == nackFirst && it.Attempt == 1, h.fate == nackAlways && !h.requeued:
 							err = b.q.Nack(ctx, it, errors.New("not yet"))
+						case h.fate == snoozeTwice && steered:
+							err = b.q.Nack(ctx, it, qstore.NewVerdict(qstore.Snooze, time.Millisecond, nil))
+							h.snoozes++
+							h.snoozed = true
+						case h.fate == deadNow && steered:
+							err = b.q.Nack(ctx, it, fmt.Errorf("at once: %w", qstore.NewVerdict(qstore.DeadNow, 0, errors.New("now"))))
 						case h.fate == abandonOnce && it.Attempt == 1:
 							h.live = true
 							continue
@@ -226,7 +249,8 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 			}
 			claimAll()
 
-			// Dead: the items nacked at every attempt, none other.
+			// Dead: the items nacked at every attempt, or dead-lettered at
+			// once, none other.
 			pick()
 			dead, _, err := b.q.List(ctx, qstore.StateDead, 0, 100, 0)
 			if err != nil {
@@ -234,17 +258,20 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 			}
 			for _, d := range dead {
 				h := items[d.ID]
-				if h == nil || h.fate != nackAlways {
+				switch {
+				case h == nil || h.fate != nackAlways && h.fate != deadNow:
 					t.Errorf("dead letter %s (%+v): dead-lettered by the skew", d.ID, d)
-				} else if d.Attempts != h.attempt || d.Cause != "not yet" {
+				case h.fate == nackAlways && (d.Attempts != h.attempt || d.Cause != "not yet"):
 					t.Errorf("dead letter %s: %d attempts, cause %q; want %d, %q", d.ID, d.Attempts, d.Cause, h.attempt, "not yet")
+				case h.fate == deadNow && (d.Attempts != 1 || d.Cause != "at once: now"):
+					t.Errorf("dead letter %s: %d attempts, cause %q; want 1, %q", d.ID, d.Attempts, d.Cause, "at once: now")
 				}
 			}
 			for id, h := range items {
-				if h.fate == nackAlways {
+				if h.fate == nackAlways || h.fate == deadNow {
 					h.requeued, h.attempt = true, 0
 					if !slices.ContainsFunc(dead, func(d qstore.ItemInfo) bool { return d.ID == id }) {
-						t.Errorf("%s, nacked at every attempt, is not dead", id)
+						t.Errorf("%s (fate %d) is not dead", id, h.fate)
 					}
 				}
 			}
@@ -258,8 +285,22 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 			}
 			claimAll()
 
+			// The snooze counts left are those of items the previous release
+			// acked (it knows no snoozes): the hash expires with them.
+			left, err := b.rdb.HKeys(ctx, tagOf(b.q)+":snoozes").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range left {
+				if h := items[id]; h == nil || h.fate != snoozeTwice {
+					t.Errorf("snoozes holds %s, never snoozed", id)
+				}
+			}
 			traced := map[[2]string]int{}
 			for id, h := range items {
+				if h.fate == snoozeTwice && h.snoozes != 2 {
+					t.Errorf("%s snoozed %d times, want 2", id, h.snoozes)
+				}
 				if h.acked != 1 {
 					t.Errorf("%s (fate %d) acked %d times, want once", id, h.fate, h.acked)
 				}
@@ -281,6 +322,9 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 			}
 			pick()
 			wantCounts(t, b.q, qstore.Depth{})
+			if afterSnooze["previous"] == 0 || afterSnooze["this"] == 0 {
+				t.Errorf("claims of snoozed items by release: %v; want some by each", afterSnooze)
+			}
 			for _, pair := range [][2]string{{"previous", "this"}, {"this", "previous"}} {
 				if pairs[pair] == 0 {
 					t.Errorf("no lease claimed by the %s release was settled by the %s one", pair[0], pair[1])

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/worksteal/worksteal/internal/text"
 )
 
 var settleScript = newScript("settle")
@@ -25,6 +23,8 @@ const (
 	kindAck      = "a"
 	kindNack     = "n"
 	kindFollowUp = "t" // an ack with a follow-up
+	kindDead     = "d" // a nack that dead-letters now (see Verdict)
+	kindSnooze   = "s" // a nack that uses no attempt (see Verdict)
 )
 
 // Settlement is queue.Settlement, its Item of this package, and a
@@ -119,8 +119,8 @@ func (q *Store) Settle(ctx context.Context, settlements ...Settlement) (s Settle
 					newID(), o.FollowUp.Payload, record, o.FollowUp.Chain.Step, o.FollowUp.Chain.Steps, lock, o.FollowUp.Trace)
 				continue
 			}
-			backoff := q.cfg.backoff(o.Item.Attempt).Milliseconds()
-			args = append(args, o.Item.ID, o.Item.Token, kindNack, text.Truncate(err.Error(), causeMax, ""), backoff)
+			kind, cause, backoff := q.failure(o.Item, err)
+			args = append(args, o.Item.ID, o.Item.Token, kind, cause, backoff)
 		}
 		// A join's child counts its join down: its record and its final
 		// item's wake-up list, after every other key, in the items' order.

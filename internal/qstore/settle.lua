@@ -13,8 +13,15 @@
 -- ARGV[3]: max attempts   ARGV[4]: the encoding pin (see encodingPin in
 -- store.go), the field "" of results
 -- then per item, a group of 5: id, claim token, its kind ('a' an ack, 'n'
--- a nack, 't' an ack with a follow-up), "token:result" (ack) or the cause
--- (nack), the retry backoff in ms (nack; an ack ignores it). An item of
+-- a nack, 'd' a nack that dead-letters now, 's' a snooze, 't' an ack with
+-- a follow-up), "token:result" (ack), the cause (nack) or "most:cause"
+-- (snooze), the retry backoff or the snooze in ms (an ack ignores it).
+-- A snooze delays the item without counting its attempt, up to most times
+-- in its life, counted in the hash tag..':snoozes' (id → count); one past
+-- them is a nack with that cause. The count goes with the item's ack or
+-- dead letter, and the hash as a whole a week after its last snooze is
+-- due (for items that went otherwise: purged, canceled, or acked by the
+-- previous release, which knows no snoozes). An item of
 -- kind 't' is followed by a group of 7, its follow-up: the new item's id,
 -- its payload, the index in KEYS of the chain record the ack moves on (0:
 -- none; chain records and unique keys' locks come after the wake-up
@@ -37,8 +44,9 @@
 -- expire after the result retention. A child dead-lettered here wakes
 -- the final item's waiters, for whom the join has failed (state.lua).
 -- At most BatchMax items. Returns one code per item: 1 acked, 2 delayed
--- for a retry, 3 dead-lettered, 4 canceled (cancel.lua ended its claim),
--- 0 claim no longer current otherwise (nothing done either way).
+-- for a retry or a snooze, 3 dead-lettered, 4 canceled (cancel.lua ended
+-- its claim), 0 claim no longer current otherwise (nothing done either
+-- way).
 -- An acked result is stored as "expiry ms:token:result" in results, and
 -- "expiry ms:id" is appended to expiring, in expiry order; each call first
 -- drops up to 2 per item of the results that expired (so results cannot
@@ -66,7 +74,7 @@ while g <= #ARGV do
     return redis.error_reply('ERR settle: ' .. (#ARGV - g + 1) .. ' item arguments, not a group of 5')
   end
   local kind = ARGV[g + 2]
-  if kind ~= 'a' and kind ~= 'n' and kind ~= 't' then
+  if kind ~= 'a' and kind ~= 'n' and kind ~= 't' and kind ~= 'd' and kind ~= 's' then
     return redis.error_reply('ERR settle: unknown kind "' .. kind .. '" of item ' .. ARGV[g])
   end
   ids[#ids + 1] = ARGV[g]
@@ -103,18 +111,23 @@ end
 -- MaxAttempts); the others have ARGV[3]. A queue that never had one has no
 -- limits key, and its nacks look nothing up.
 -- The same EXISTS says whether any item is held in its task type's limits
--- (types.lua), and whether any has a priority (lanes.lua): it counts a key
--- named k times k times.
+-- (types.lua), whether any has a priority (lanes.lua), whether any
+-- snoozed, and whether any may have a trace context (traces.lua): it
+-- counts a key named k times k times.
 local tag = tagOf(KEYS[1])
-local lanesKey = tag .. ':lanes'
--- And whether any may have a trace context (traces.lua).
+local lanesKey, snoozesKey = tag .. ':lanes', tag .. ':snoozes'
 local traced = tag .. ':traced'
 local flags = redis.call('EXISTS', KEYS[11], tag .. ':holding', tag .. ':holding', lanesKey, lanesKey, lanesKey, lanesKey,
-  traced, traced, traced, traced, traced, traced, traced, traced)
-local anyTraced = flags >= 8
+  snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey,
+  traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced)
+local anyTraced = flags >= 16
+flags = flags % 16
 local hasLimits = flags % 2 == 1
 local held = flags % 4 >= 2
 local laned = flags % 8 >= 4 -- lanes.lua
+local snoozed = flags >= 8
+-- A week: how long the snooze counts outlive the due time of the last.
+local snoozesKept = 7 * 24 * 3600 * 1000
 local function limitOf(id)
   return hasLimits and tonumber(redis.call('HGET', KEYS[11], id)) or maxAttempts
 end
@@ -146,7 +159,7 @@ local joinAcks, joinDead = {}, {}
 for i, id in ipairs(ids) do
   local b = base[i]
   local token, kind, data = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
-  local ack = kind ~= 'n'
+  local ack = kind == 'a' or kind == 't'
   local code = 0
   -- The attempts field is the token "attempt-claim" while leased and the
   -- bare count otherwise, which is no token even when sent as one.
@@ -179,10 +192,35 @@ for i, id in ipairs(ids) do
       -- The token is "attempt-claim"; a malformed one dead-letters the
       -- item, never loops it.
       local limit = limitOf(id)
-      local attempt = tonumber(string.match(token, '^(%d+)-')) or limit
-      causes[#causes + 1] = id
-      causes[#causes + 1] = data
-      if attempt >= limit then
+      local counted = tonumber(string.match(token, '^(%d+)-'))
+      local attempt = counted or limit
+      local backoff = tonumber(ARGV[b + 4])
+      -- Go sends whole ms >= 0; anything else (no number, NaN, a negative
+      -- or an infinite one) retries at once.
+      if not (backoff and backoff >= 0 and backoff < math.huge) then
+        backoff = 0
+      end
+      local snooze = false
+      if kind == 's' then
+        local most, cause = string.match(data, '^(%d+):(.*)$')
+        local n = tonumber(redis.call('HGET', snoozesKey, id)) or 0
+        snooze = counted and most and n < tonumber(most)
+        if snooze then
+          redis.call('HSET', snoozesKey, id, n + 1)
+          snoozed = true
+          if redis.call('PTTL', snoozesKey) < backoff + snoozesKept then
+            redis.call('PEXPIRE', snoozesKey, backoff + snoozesKept)
+          end
+          -- The attempt is given back: the next claim counts it again.
+          attempt = attempt - 1
+        end
+        data = cause or data
+      end
+      if not snooze then
+        causes[#causes + 1] = id
+        causes[#causes + 1] = data
+      end
+      if not snooze and (kind == 'd' or attempt >= limit) then
         dead[#dead + 1] = now
         dead[#dead + 1] = id
         deadIds[#deadIds + 1] = id
@@ -195,12 +233,6 @@ for i, id in ipairs(ids) do
         end
         code = 3
       else
-        local backoff = tonumber(ARGV[b + 4])
-        -- Go sends whole ms >= 0; anything else (no number, NaN, a negative
-        -- or an infinite one) retries at once.
-        if not (backoff and backoff >= 0 and backoff < math.huge) then
-          backoff = 0
-        end
         delays[#delays + 1] = now + backoff
         delays[#delays + 1] = id
         code = 2
@@ -302,14 +334,16 @@ if #acked > 0 then
     end
   end
 end
-if #causes > 0 then
+if #counts > 0 then
   if #delays > 0 then
     redis.call('ZADD', KEYS[6], unpack(delays))
   end
   if #dead > 0 then
     redis.call('ZADD', KEYS[7], unpack(dead))
   end
-  redis.call('HSET', KEYS[5], unpack(causes))
+  if #causes > 0 then
+    redis.call('HSET', KEYS[5], unpack(causes))
+  end
   redis.call('HSET', KEYS[3], unpack(counts))
 end
 if #settled > 0 then
@@ -318,6 +352,9 @@ if #settled > 0 then
 end
 if #deadIds > 0 then
   redis.call('HDEL', KEYS[4], unpack(deadIds))
+  if snoozed then
+    redis.call('HDEL', snoozesKey, unpack(deadIds))
+  end
 end
 if #woken > 0 then
   redis.call('HDEL', KEYS[8], unpack(woken))
@@ -334,6 +371,9 @@ if #acked > 0 then
   end
   if laned then
     redis.call('HDEL', lanesKey, unpack(acked))
+  end
+  if snoozed then
+    redis.call('HDEL', snoozesKey, unpack(acked))
   end
   if anyTraced then
     dropTraces(tag, acked)
