@@ -27,6 +27,14 @@ type Item struct {
 	Token string
 }
 
+// EnqueuedAt is when the item was enqueued, by the clock of the process
+// that enqueued it, read from its id (no Redis call); retries keep it.
+// Zero for an id that this package did not make.
+func (it Item) EnqueuedAt() time.Time {
+	t, _ := qstore.IDTime(it.ID)
+	return t
+}
+
 // items converts the storage's items (the same fields) to Items.
 func items(from []qstore.Item) []Item {
 	out := make([]Item, len(from))

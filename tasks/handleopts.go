@@ -1,5 +1,7 @@
 package tasks
 
+import "time"
+
 // HandleOption sets how the handler of one task type runs, at
 // [Task.Handle].
 type HandleOption interface{ applyHandle(*handleConfig) }
@@ -9,7 +11,9 @@ type handleOptionFunc func(*handleConfig)
 func (f handleOptionFunc) applyHandle(c *handleConfig) { f(c) }
 
 // handleConfig is what a type's HandleOptions set.
-type handleConfig struct{}
+type handleConfig struct {
+	timeout time.Duration // Timeout's; 0: none
+}
 
 func newHandleConfig(opts []HandleOption) handleConfig {
 	var c handleConfig
