@@ -98,7 +98,7 @@ func (m *Mux) report(ctx context.Context, f failure) {
 		level, msg = slog.LevelError, "worksteal: task panicked; the queue retries it"
 	}
 	log := m.loggerFor(ctx)
-	if log.Enabled(ctx, level) && m.lines.allow(time.Now(), log, level, f.dead) {
+	if log.Enabled(ctx, level) && m.lines.allow(log, level, f.dead) {
 		attrs := []slog.Attr{
 			slog.String("task_type", f.task.Type), slog.String("task_id", f.task.ID), slog.String("queue", f.task.Queue),
 			slog.Int("attempt", f.task.Attempt), slog.Int("max_attempts", f.task.MaxAttempts), slog.Any("error", f.err),
@@ -145,25 +145,31 @@ const (
 // lineLimiter bounds the failure lines of a Mux, and writes a line that
 // counts those left out at the end of the window that left them out.
 type lineLimiter struct {
-	mu         sync.Mutex
-	start      time.Time // the window's
-	written    [2]int    // in this window: other failures, dead letters
-	leftOut    [2]int    // since the last count line
-	level      slog.Level
-	log        *slog.Logger                // the latest left out's
-	counting   bool                        // a count line is due
-	countAfter func(time.Duration, func()) // time.AfterFunc; tests replace it
+	mu       sync.Mutex
+	start    time.Time // the window's
+	written  [2]int    // in this window: other failures, dead letters
+	leftOut  [2]int    // since the last count line
+	level    slog.Level
+	log      *slog.Logger // the latest left out's
+	counting bool         // a count line is due
+	// time.Now and time.AfterFunc; tests replace them.
+	now        func() time.Time
+	countAfter func(time.Duration, func())
 }
 
 // allow reports whether a line of a dead letter or another failure may
-// be written at now, to log at level, and counts it out if not.
-func (l *lineLimiter) allow(now time.Time, log *slog.Logger, level slog.Level, dead bool) bool {
+// be written now, to log at level, and counts it out if not.
+func (l *lineLimiter) allow(log *slog.Logger, level slog.Level, dead bool) bool {
 	kind := 0
 	if dead {
 		kind = 1
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := time.Now()
+	if l.now != nil {
+		now = l.now()
+	}
 	if now.Sub(l.start) >= failureWindow {
 		l.start, l.written = now, [2]int{}
 	}
@@ -195,6 +201,9 @@ func (l *lineLimiter) writeCount() {
 	left, level, log := l.leftOut, l.level, l.log
 	l.leftOut, l.counting = [2]int{}, false
 	l.mu.Unlock()
+	if left == [2]int{} {
+		return
+	}
 	defer func() { _ = recover() }()
 	log.Log(context.Background(), level, fmt.Sprintf("worksteal: task failures left out of the log: at most %d lines of each kind per %v", failureLines, failureWindow),
 		slog.Int("failures_left_out", left[0]), slog.Int("dead_letters_left_out", left[1]))

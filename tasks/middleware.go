@@ -36,7 +36,8 @@ type Middleware func(next Handler) Handler
 // handlers are, so a task started before Use returned runs without the
 // new middleware, and every task started after it with it. A nil m, a
 // nil middleware or one that returns a nil Handler fails with
-// [ErrInvalidArgument], and adds nothing.
+// [ErrInvalidArgument], and adds nothing (on a Mux without handlers yet,
+// the registrations fail instead).
 func (m *Mux) Use(mw ...Middleware) error {
 	if m == nil {
 		return fmt.Errorf("%w: nil Mux", ErrInvalidArgument)
