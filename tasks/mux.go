@@ -149,8 +149,11 @@ const unknownTypes = "*"
 // an envelope or arguments that do not decode (or a task enqueued with
 // another codec) with one wrapping [ErrDecode]. The queue retries it up to
 // its MaxAttempts, then dead-letters it with that cause, and goes on with
-// the other items. A handler's panic is recovered by Drain and fails its
-// item alone.
+// the other items. A handler's panic fails its attempt alone, with an
+// error wrapping [jobs.ErrHandlerPanic] that its middleware see (see
+// [Mux.Use]), logged with its stack; the Mux recovers it, so the slice
+// goes on and returns no error for it. Each failure is logged, and a
+// dead letter reported (see [WithLogger], [WithDeadLetterHook]).
 func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	switch {
 	case m == nil:

@@ -22,7 +22,7 @@ func TestGoIDTimeReadsNewID(t *testing.T) {
 			t.Errorf("IDTime(%q) = %v, true; want false", s, got)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { IDTime(id) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = IDTime(id) }); n != 0 {
 		t.Errorf("IDTime allocates %v times", n)
 	}
 }
