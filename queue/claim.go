@@ -25,6 +25,9 @@ type Item struct {
 	// Token identifies the claim: no two claims of one item share a token.
 	// It is opaque ("attempt-number" today), never empty.
 	Token string
+	// Priority is the lane the item was claimed from: [DefaultPriority]
+	// unless it was enqueued with another ([EnqueueOptions].Priority).
+	Priority string
 }
 
 // EnqueuedAt is when the item was enqueued, by the clock of the process

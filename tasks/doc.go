@@ -70,12 +70,12 @@
 // # Inside a handler
 //
 // A handler's context is its task: [InfoFrom] returns its id, type,
-// queue, attempt and limit, enqueue time and place in a chain, read from
-// what the claim and the envelope carried, with no Redis call and no
-// allocation (the Mux keeps them in the one context it makes for a task
-// anyway). A task's priority and a periodic task's tick are not carried:
-// the claim does not read them, and a round trip per task would cost
-// more than they are worth.
+// queue, priority, attempt and limit, enqueue time and place in a chain,
+// read from what the claim and the envelope carried, with no Redis call
+// and no allocation (the Mux keeps them in the one context it makes for
+// a task anyway; the enqueue time is in the id). A periodic task's tick
+// is not carried: the claim does not read the unique key that holds it,
+// and a round trip per task would cost more than it is worth.
 //
 // [Timeout] bounds a type's attempts: the handler's context ends at it,
 // with [ErrTimeout] as its cause, and the attempt fails with an error

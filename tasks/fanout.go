@@ -182,7 +182,7 @@ type running struct {
 	hasPrev bool
 	fanOuts atomic.Int64 // EnqueueFanOut calls so far
 	// What InfoFrom reads besides (info.go).
-	typ                  string
+	typ, priority        string
 	attempt, maxAttempts int
 	chain                *taskenv.Chain // nil: not a chain's step
 }

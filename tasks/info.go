@@ -11,15 +11,17 @@ import (
 // [InfoFrom]. Its strings share the claimed item's memory; Info is a
 // value, safe to keep.
 //
-// Two things a task has are not in it, since the claim does not read
-// them and a round trip per task is more than they are worth: its
-// priority ([Priority]), and a [Task.Periodic] task's tick (its
-// EnqueuedAt is within about a second of the tick, later for a tick run
-// after an outage).
+// A [Task.Periodic] task's tick is not in it: the claim does not read
+// the task's unique key, which holds it, and a round trip per task is
+// more than it is worth. Its EnqueuedAt is within about a second of the
+// tick (later for a tick run after an outage).
 type Info struct {
 	ID    string // the task's id, as Enqueue returned it
 	Type  string // its type; under [Mux.HandleUnknown] the task's own, not "*"
 	Queue string // the name of the queue it was claimed from
+	// Priority is the lane it was claimed from: "default" unless it was
+	// enqueued with another ([Priority]).
+	Priority string
 	// Attempt counts the task's claims so far, 1 on the first.
 	// MaxAttempts is its limit: its own ([Attempts]) or else the queue's
 	// MaxAttempts. A failure at Attempt >= MaxAttempts dead-letters it.
@@ -62,7 +64,7 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 
 // info is what InfoFrom returns of t.
 func (t *running) info() Info {
-	i := Info{ID: t.id, Type: t.typ, Attempt: t.attempt, MaxAttempts: t.maxAttempts}
+	i := Info{ID: t.id, Type: t.typ, Priority: t.priority, Attempt: t.attempt, MaxAttempts: t.maxAttempts}
 	if t.st != nil {
 		i.Queue = t.st.Name()
 	}

@@ -82,7 +82,7 @@ func TestInfoFromReachesEveryHandler(t *testing.T) {
 	}
 	retried := l.of("retried")
 	for i, got := range retried {
-		if got.ID != typed || got.Type != "typed" || got.Queue != b.q.Name() || got.Attempt != i+1 || got.MaxAttempts != 4 ||
+		if got.ID != typed || got.Type != "typed" || got.Queue != b.q.Name() || got.Priority != "default" || got.Attempt != i+1 || got.MaxAttempts != 4 ||
 			got.ChainID != "" || got.Step != 0 || got.Steps != 0 || got.LastAttempt() {
 			t.Errorf("attempt %d: Info = %+v, want task %s of type typed on %s, attempt %d of 4, no chain", i+1, got, typed, b.q.Name(), i+1)
 		}
@@ -124,5 +124,46 @@ func TestItemEnqueuedAt(t *testing.T) {
 	}
 	if got := (queue.Item{ID: "by-hand"}).EnqueuedAt(); !got.IsZero() {
 		t.Errorf("EnqueuedAt of an id made by hand = %v, want zero", got)
+	}
+}
+
+// A claimed task carries the lane it was claimed from, also when its
+// type's limit set it aside first, and a handler reads it in its Info.
+func TestInfoPriority(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, queue.Config{})
+	ctx := context.Background()
+	if err := b.q.SetPriorities(ctx, map[string]int{"critical": 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tasks.Raw("limited").SetLimit(ctx, b.client, tasks.Limit{Running: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first := mustEnqueueWith(t, b.client, "limited", 1, tasks.Priority("critical"))
+	parked := mustEnqueueWith(t, b.client, "limited", 2, tasks.Priority("critical"))
+	plain := mustEnqueue(t, b.client, "plain", 3)
+	items, err := b.q.Claim(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, it := range items {
+		got[it.ID] = it.Priority
+	}
+	if len(items) != 2 || got[first] != "critical" || got[plain] != queue.DefaultPriority {
+		t.Fatalf("first claim: priorities by id %v, want %s critical and %s default (%s set aside)", got, first, plain, parked)
+	}
+	outcomes := make([]queue.Settlement, len(items))
+	for i, it := range items {
+		outcomes[i] = queue.Settlement{Item: it}
+	}
+	if _, err := b.q.Settle(ctx, outcomes...); err != nil {
+		t.Fatal(err)
+	}
+	l := &infoLog{got: map[string][]tasks.Info{}}
+	mustHandle(t, b.mux, "limited", func(ctx context.Context, _ int) (int, error) { l.note(t, ctx, "parked"); return 0, nil })
+	b.drive(t, "the set-aside task run", func() bool { return len(l.of("parked")) == 1 })
+	if info := l.of("parked")[0]; info.ID != parked || info.Priority != "critical" {
+		t.Errorf("set-aside task's Info: %s of priority %q, want %s of critical", info.ID, info.Priority, parked)
 	}
 }
