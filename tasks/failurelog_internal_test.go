@@ -22,8 +22,8 @@ type counting struct {
 }
 
 func (c *counting) Enabled(context.Context, slog.Level) bool { return true }
-func (c *counting) WithAttrs([]slog.Attr) slog.Handler        { return c }
-func (c *counting) WithGroup(string) slog.Handler             { return c }
+func (c *counting) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *counting) WithGroup(string) slog.Handler            { return c }
 func (c *counting) Handle(_ context.Context, r slog.Record) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

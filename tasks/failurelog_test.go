@@ -27,8 +27,8 @@ type capture struct {
 func newCapture() capture { return capture{mu: &sync.Mutex{}, recs: &[]logged{}} }
 
 func (c capture) Enabled(context.Context, slog.Level) bool { return true }
-func (c capture) WithAttrs([]slog.Attr) slog.Handler        { return c }
-func (c capture) WithGroup(string) slog.Handler             { return c }
+func (c capture) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c capture) WithGroup(string) slog.Handler            { return c }
 func (c capture) Handle(_ context.Context, r slog.Record) error {
 	l := logged{level: r.Level, msg: r.Message, attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
@@ -68,7 +68,10 @@ func TestFailuresLogged(t *testing.T) {
 	mustHandle(t, b.mux, "works", func(context.Context, int) (int, error) { return 1, nil })
 	id := mustEnqueue(t, b.client, "fails", 1)
 	mustEnqueue(t, b.client, "works", 1)
-	b.drive(t, "the task dead", func() bool { d, err := b.q.Depth(context.Background()); return err == nil && d.Dead == 1 && d.Pending == 0 })
+	b.drive(t, "the task dead", func() bool {
+		d, err := b.q.Depth(context.Background())
+		return err == nil && d.Dead == 1 && d.Pending == 0
+	})
 
 	var retried, dead []logged
 	for _, r := range logs.records() {
