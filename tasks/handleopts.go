@@ -3,7 +3,7 @@ package tasks
 import "time"
 
 // HandleOption sets how the handler of one task type runs, at
-// [Task.Handle].
+// [Task.Handle]: [Timeout].
 type HandleOption interface{ applyHandle(*handleConfig) }
 
 type handleOptionFunc func(*handleConfig)
