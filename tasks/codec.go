@@ -1,7 +1,9 @@
 package tasks
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -31,6 +33,8 @@ type Option interface{ apply(*options) }
 type options struct {
 	codec         Codec
 	meterProvider metric.MeterProvider
+	logger        *slog.Logger                                      // WithLogger's
+	onDead        func(ctx context.Context, task Info, cause error) // WithDeadLetterHook's
 }
 
 type optionFunc func(*options)

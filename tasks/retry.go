@@ -76,3 +76,9 @@ func lastAttempt(attempt, maxAttempts int, err error) bool {
 	}
 	return attempt >= maxAttempts
 }
+
+// snoozed reports whether err is a [Snooze].
+func snoozed(err error) bool {
+	v := qstore.VerdictOf(err)
+	return v != nil && v.Steer() == qstore.Snooze
+}
