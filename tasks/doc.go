@@ -129,8 +129,8 @@
 // negative delay is 0 and one past a year is a year, whichever way it is
 // given. The queue reads these errors where it settles an item, so they
 // steer a [jobs.Drain] handler's error, or a [queue.Queue.Nack] cause, the
-// same way; RetryDelay is a Mux's only. A panic is retried after the
-// backoff.
+// same way; RetryDelay is a Mux's only, and applies to a panic or a
+// timeout as to any error of the handler.
 //
 // # Clients
 //
