@@ -16,7 +16,9 @@ import (
 // steers it as [queue.Queue.Settle] says). ctx ends a margin before the item's lease (see [Drain]), not
 // with the slice's budget. A slice runs several handlers at once
 // (DrainConfig.Concurrency), so a Handler must be safe for concurrent
-// use, and idempotent: delivery is at least once.
+// use, and idempotent: delivery is at least once. What a handler needs
+// of its task is on it: ID, Attempt, MaxAttempts (the last attempt's
+// failure dead-letters it), Deadline and [queue.Item.EnqueuedAt].
 type Handler func(ctx context.Context, it queue.Item) (result []byte, err error)
 
 // DrainConfig configures [Drain]. The zero value is valid.

@@ -25,10 +25,21 @@ type Item struct {
 	// Token identifies the claim: no two claims of one item share a token.
 	// It is opaque ("attempt-number" today), never empty.
 	Token string
+	// Priority is the lane the item was claimed from: [DefaultPriority]
+	// unless it was enqueued with another ([EnqueueOptions].Priority).
+	Priority string
 	// Trace is the trace context of the enqueue that made the item (a W3C
 	// traceparent), which package tasks stores so that a task's run links
 	// to its enqueue; "" when it has none.
 	Trace string
+}
+
+// EnqueuedAt is when the item was enqueued, by the clock of the process
+// that enqueued it, read from its id (no Redis call); retries keep it.
+// Zero for an id that this package did not make.
+func (it Item) EnqueuedAt() time.Time {
+	t, _ := qstore.IDTime(it.ID)
+	return t
 }
 
 // items converts the storage's items (the same fields) to Items.

@@ -202,7 +202,7 @@ func overrunGrace(budget time.Duration) time.Duration {
 }
 
 // runJob runs one slice under the budget and classifies its outcome; a
-// schedule's tick goes into its context.
+// schedule's tick and the logger ([Logger]) go into its context.
 func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result {
 	if !tick.IsZero() {
 		ctx = context.WithValue(ctx, tickKey{}, tick)
@@ -210,6 +210,7 @@ func (r *Recruiter) runJob(ctx context.Context, e *entry, tick time.Time) result
 	if r.pressure.threshold > 0 {
 		ctx = context.WithValue(ctx, gateKey{}, r.pressure)
 	}
+	ctx = context.WithValue(ctx, loggerKey{}, r.cfg.Logger)
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.Budget)
 	defer cancel()
 	began := time.Now()

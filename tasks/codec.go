@@ -1,7 +1,9 @@
 package tasks
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -32,7 +34,9 @@ type Option interface{ apply(*options) }
 type options struct {
 	codec          Codec
 	meterProvider  metric.MeterProvider
-	tracerProvider trace.TracerProvider // see WithTracerProvider
+	logger         *slog.Logger                                      // WithLogger's
+	onDead         func(ctx context.Context, task Info, cause error) // WithDeadLetterHook's
+	tracerProvider trace.TracerProvider                              // WithTracerProvider's
 }
 
 type optionFunc func(*options)

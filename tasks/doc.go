@@ -67,6 +67,45 @@
 // stop the queue. Register handlers before the job first runs, so that
 // early tasks do not spend their attempts as unknown types.
 //
+// # Inside a handler
+//
+// A handler's context is its task: [InfoFrom] returns its id, type,
+// queue, priority, attempt and limit, enqueue time and place in a chain,
+// read from what the claim and the envelope carried, with no Redis call
+// and no allocation (the Mux keeps them in the one context it makes for
+// a task anyway; the enqueue time is in the id). A periodic task's tick
+// is not carried: the claim does not read the unique key that holds it,
+// and a round trip per task would cost more than it is worth.
+//
+// [Timeout] bounds a type's attempts: the handler's context ends at it,
+// with [ErrTimeout] as its cause, and the attempt fails with an error
+// wrapping it. A timeout is at most its queue's Lease, refused where the
+// two meet ([Task.Handle], [Mux.Job]) rather than the lease extended:
+// the lease is what brings a crashed worker's tasks back, and a longer
+// one is the queue's setting. A handler that ignores its context keeps
+// its place until it returns, counted in [TypeStats].Overdue.
+//
+// [Mux.Use] adds [Middleware] around every handler, the first added
+// outermost, each a function of a [Handler] that sees the task's type,
+// its encoded arguments and result, and its Info in the context. The
+// Mux's own work has the same form: innermost, a type's timeout and the
+// recovery of panics, so that a middleware sees a panic or a timeout as
+// the attempt's error; outermost, the log of failures, which sees the
+// attempt's outcome once every middleware returned. The chains are built
+// when middleware or handlers are added, not per task.
+//
+// Failures are logged by the Mux ([WithLogger]; by default the
+// recruiter's Config.Logger, which a slice's context carries, see
+// [recruiter.Logger]): a retried attempt at DEBUG, since the queue
+// handles it and the counters count it, a panic at ERROR with its stack,
+// a dead letter at ERROR, each with task_type, task_id, queue, attempt,
+// max_attempts and error; at most 10 lines of each kind per second, then
+// one that counts those left out. [WithDeadLetterHook] calls a function
+// once per task that this process dead-letters, for error trackers; the
+// dead letters that the queue's scripts make (a lease that expired at
+// its last attempt, a malformed item) are not reported yet, and a hook
+// that had not run when its process died is lost.
+//
 // # Steering the retry
 //
 // By default a handler's error is retried after the queue's backoff until
@@ -90,8 +129,8 @@
 // negative delay is 0 and one past a year is a year, whichever way it is
 // given. The queue reads these errors where it settles an item, so they
 // steer a [jobs.Drain] handler's error, or a [queue.Queue.Nack] cause, the
-// same way; RetryDelay is a Mux's only. A panic is retried after the
-// backoff.
+// same way; RetryDelay is a Mux's only, and applies to a panic or a
+// timeout as to any error of the handler.
 //
 // # Clients
 //

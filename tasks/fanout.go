@@ -184,6 +184,10 @@ type running struct {
 	prev    []byte // a chain step's previous result
 	hasPrev bool
 	fanOuts atomic.Int64 // EnqueueFanOut calls so far
+	// What InfoFrom reads besides (info.go).
+	typ, priority        string
+	attempt, maxAttempts int
+	chain                *taskenv.Chain // nil: not a chain's step
 }
 
 type taskKey struct{}

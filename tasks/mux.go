@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/names"
@@ -28,9 +30,11 @@ var (
 // encoded arguments in, encoded result out.
 type handlerFunc func(ctx context.Context, c Codec, typ string, args []byte) ([]byte, error)
 
-// handler is a registered type: its handler and its counters.
+// handler is a registered type: its handler, the chain of middleware
+// around it (see [Mux.Use]) and its counters.
 type handler struct {
 	run    handlerFunc
+	chain  Handler
 	cfg    handleConfig
 	counts *typeCounts
 }
@@ -43,23 +47,39 @@ type handler struct {
 type Mux struct {
 	codec    Codec
 	tel      muxInstruments
-	mu       sync.Mutex // serialises writers of handlers
+	logger   *slog.Logger                                      // WithLogger's, or nil
+	onDead   func(ctx context.Context, task Info, cause error) // WithDeadLetterHook's, or nil
+	lines    lineLimiter                                       // of the failures' log
+	mu       sync.Mutex                                        // serialises writers of handlers, middleware, lease
 	handlers atomic.Pointer[map[string]handler]
 	unknown  atomic.Pointer[handler] // HandleUnknown's, or nil
+	// middleware is Use's, outermost first; lease is the shortest Lease
+	// of the queues of m's jobs, 0 before the first (see [Timeout]).
+	middleware []Middleware
+	lease      time.Duration
 	tracing
 }
 
 // NewMux returns a Mux without handlers; see [WithCodec],
-// [WithMeterProvider] and [WithTracerProvider].
+// [WithMeterProvider], [WithLogger], [WithDeadLetterHook] and
+// [WithTracerProvider].
 func NewMux(opts ...Option) *Mux {
 	o := newOptions(opts)
-	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider), tracing: newTracing(o.tracerProvider)}
+	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider), logger: o.logger, onDead: o.onDead,
+		tracing: newTracing(o.tracerProvider)}
 }
 
 // add registers run for the tasks of type typ, a checked name.
 func (m *Mux) add(typ string, cfg handleConfig, run handlerFunc) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := checkTimeout(typ, cfg, m.lease); err != nil {
+		return err
+	}
+	h := handler{run: run, cfg: cfg, counts: newTypeCounts(typ)}
+	if h.chain = m.chain(run, cfg, h.counts, m.middleware); h.chain == nil {
+		return errNilHandler
+	}
 	old := m.handlers.Load()
 	table := make(map[string]handler, 1)
 	if old != nil {
@@ -70,7 +90,7 @@ func (m *Mux) add(typ string, cfg handleConfig, run handlerFunc) error {
 			table[k] = v
 		}
 	}
-	table[typ] = handler{run: run, cfg: cfg, counts: newTypeCounts(typ)}
+	table[typ] = h
 	m.handlers.Store(&table)
 	return nil
 }
@@ -101,12 +121,16 @@ func (m *Mux) HandleUnknown(h func(ctx context.Context, typ string, args []byte)
 	if m.unknown.Load() != nil {
 		return fmt.Errorf("%w: the handler of unknown types is set", ErrDuplicateType)
 	}
-	m.unknown.Store(&handler{
+	u := handler{
 		run: func(ctx context.Context, _ Codec, typ string, args []byte) ([]byte, error) {
 			return h(ctx, typ, args[:len(args):len(args)])
 		},
 		counts: newTypeCounts(unknownTypes),
-	})
+	}
+	if u.chain = m.chain(u.run, u.cfg, u.counts, m.middleware); u.chain == nil {
+		return errNilHandler
+	}
+	m.unknown.Store(&u)
 	return nil
 }
 
@@ -128,8 +152,11 @@ const unknownTypes = "*"
 // an envelope or arguments that do not decode (or a task enqueued with
 // another codec) with one wrapping [ErrDecode]. The queue retries it up to
 // its MaxAttempts, then dead-letters it with that cause, and goes on with
-// the other items. A handler's panic is recovered by Drain and fails its
-// item alone.
+// the other items. A handler's panic fails its attempt alone, with an
+// error wrapping [jobs.ErrHandlerPanic] that its middleware see (see
+// [Mux.Use]), logged with its stack; the Mux recovers it, so the slice
+// goes on and returns no error for it. Each failure is logged, and a
+// dead letter reported (see [WithLogger], [WithDeadLetterHook]).
 func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	switch {
 	case m == nil:
@@ -139,6 +166,9 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	}
 	if err := names.Check(m.codec.Name()); err != nil {
 		return nil, fmt.Errorf("%w: codec name: %v", ErrInvalidArgument, err)
+	}
+	if err := m.serve(q.Config().Lease); err != nil {
+		return nil, err
 	}
 	if cfg.Name == "" {
 		// Queue names are valid job names; only the length may be too much.
@@ -152,28 +182,53 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	}, drain.Config{Batching: drain.Batching(cfg.Batching), Concurrency: cfg.Concurrency})
 }
 
-// run is the Drain handler: one queue item, one task; a chain's step
-// returns the next step, which its ack enqueues.
-func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []byte, _ *qstore.FollowUp, err error) {
-	env, err := taskenv.Decode(it.Payload)
-	if err != nil {
-		return nil, nil, err
-	}
-	if env.Codec != m.codec.Name() {
-		return nil, nil, fmt.Errorf("%w: %s was encoded with codec %q, this Mux has %q", ErrDecode, env.Type, env.Codec, m.codec.Name())
-	}
-	var h handler
+// serve notes that m's job works a queue of this lease, once each
+// registered type's timeout is found to fit it (see [Timeout]).
+func (m *Mux) serve(lease time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if table := m.handlers.Load(); table != nil {
-		h = (*table)[env.Type]
-	}
-	if h.run == nil {
-		if u := m.unknown.Load(); u != nil {
-			h = *u
-		} else {
-			return nil, nil, fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
+		for typ, h := range *table {
+			if err := checkTimeout(typ, h.cfg, lease); err != nil {
+				return err
+			}
 		}
 	}
-	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID}
+	if m.lease == 0 || lease < m.lease {
+		m.lease = lease
+	}
+	return nil
+}
+
+// run is the Drain handler: one queue item, one task; a chain's step
+// returns the next step, which its ack enqueues. The task's handler runs
+// in its chain of middleware (see [Mux.Use]), in a context that is the
+// task ([running]); a task that reaches no handler fails here, reported
+// as the chain's failures are.
+func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []byte, _ *qstore.FollowUp, err error) {
+	env, err := taskenv.Decode(it.Payload)
+	if err == nil && env.Codec != m.codec.Name() {
+		err = fmt.Errorf("%w: %s was encoded with codec %q, this Mux has %q", ErrDecode, env.Type, env.Codec, m.codec.Name())
+	}
+	var h handler
+	if err == nil {
+		if table := m.handlers.Load(); table != nil {
+			h = (*table)[env.Type]
+		}
+		if h.run == nil {
+			if u := m.unknown.Load(); u != nil {
+				h = *u
+			} else {
+				err = fmt.Errorf("%w: %s", ErrUnknownType, env.Type)
+			}
+		}
+	}
+	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID, typ: env.Type, priority: it.Priority,
+		attempt: it.Attempt, maxAttempts: it.MaxAttempts, chain: env.Chain}
+	if err != nil {
+		m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err)})
+		return nil, nil, err
+	}
 	if env.Chain != nil && env.Chain.Step > 1 {
 		t.prev, t.hasPrev = env.Chain.Prev, true
 	}
@@ -182,9 +237,9 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 	returned := false
 	defer func() { // a panic fails the attempt too; a cancel ended it, with no outcome
 		canceled := errors.Is(context.Cause(ctx), queue.ErrCanceled)
-		m.end(ctx, h.counts, !returned || err != nil, lastAttempt(it.Attempt, it.MaxAttempts, err), canceled)
+		m.end(ctx, h.counts, !returned || err != nil, t.dies(err), canceled)
 	}()
-	result, err := h.run(ctx, m.codec, env.Type, env.Args)
+	result, err := h.chain(ctx, env.Type, env.Args)
 	returned = true
 	if err != nil {
 		return nil, nil, h.cfg.steer(it.Attempt, err)

@@ -43,10 +43,11 @@ func Snooze(d time.Duration) error {
 // says none ([RetryAfter], [Snooze] and [DeadLetter] do), the task runs
 // again after delay(attempt, err) instead of the queue's backoff, attempt
 // being the failed attempt's number (1 for the first) and err what the
-// handler returned. Its result is kept in bounds as RetryAfter's. It does
-// not apply to a handler's panic, nor to a task that fails before its
-// handler (its type unknown, its envelope undecodable). A nil delay
-// leaves the queue's backoff.
+// handler returned (a panic is an error wrapping [jobs.ErrHandlerPanic],
+// a timeout one wrapping [ErrTimeout]). Its result is kept in bounds as
+// RetryAfter's. It does not apply to a task that fails before its handler
+// (its type unknown, its envelope undecodable). A nil delay leaves the
+// queue's backoff.
 func RetryDelay(delay func(attempt int, err error) time.Duration) HandleOption {
 	return handleOptionFunc(func(c *handleConfig) { c.retryDelay = delay })
 }
@@ -75,4 +76,10 @@ func lastAttempt(attempt, maxAttempts int, err error) bool {
 		return false
 	}
 	return attempt >= maxAttempts
+}
+
+// snoozed reports whether err is a [Snooze].
+func snoozed(err error) bool {
+	v := qstore.VerdictOf(err)
+	return v != nil && v.Steer() == qstore.Snooze
 }

@@ -35,6 +35,12 @@ type TypeStats struct {
 	// Dead counts the failed attempts at the task's limit, and those
 	// whose handler returned [DeadLetter], which the queue dead-letters.
 	Dead uint64
+	// TimedOut counts the failed attempts (among Retried and Dead) that
+	// the type's [Timeout] ended; Overdue the attempts in their handler
+	// now past their timeout: handlers that ignore their context, which
+	// keep their place in the slice until they return.
+	TimedOut uint64
+	Overdue  int64
 }
 
 // Failed is the attempts that failed, retried or dead.
@@ -65,7 +71,8 @@ func (m *Mux) Stats() []TypeStats {
 }
 
 func (c *typeCounts) stats(typ string) TypeStats {
-	return TypeStats{Type: typ, Running: c.running.Load(), Done: c.done.Load(), Retried: c.retried.Load(), Dead: c.dead.Load()}
+	return TypeStats{Type: typ, Running: c.running.Load(), Done: c.done.Load(), Retried: c.retried.Load(), Dead: c.dead.Load(),
+		TimedOut: c.timedOut.Load(), Overdue: c.overdue.Load()}
 }
 
 // typeCounts are one type's counters, and its metric attributes made
@@ -73,6 +80,8 @@ func (c *typeCounts) stats(typ string) TypeStats {
 type typeCounts struct {
 	running             atomic.Int64
 	done, retried, dead atomic.Uint64
+	timedOut            atomic.Uint64 // see withTimeout
+	overdue             atomic.Int64
 	// Each a one-option slice, since a variadic call with a fresh one
 	// allocates.
 	byType                 []metric.AddOption

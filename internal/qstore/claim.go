@@ -24,6 +24,7 @@ type Item struct {
 	MaxAttempts int       // the item's own limit, or else the queue's
 	Deadline    time.Time // when the lease ends, by Redis's clock
 	Token       string    // "attempt-number", never empty
+	Priority    string    // the lane it was claimed from: DefaultPriority unless it was enqueued with another
 	Trace       string    // the enqueue's trace context, if it had one (tracectx.go)
 }
 
@@ -78,14 +79,21 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		return c, nil // nothing pending
 	}
 	own, _ := reply[4].([]any)
-	// The items' trace contexts, when any has one, end the reply.
-	var traced []any
-	if len(reply)%3 == 1 {
-		traced, _ = reply[len(reply)-1].([]any)
-		reply = reply[:len(reply)-1]
+	// After the items, this release's script puts the lanes, then the
+	// trace contexts when any item has one; the previous one's script,
+	// which a test runs beside this one, ends with the items.
+	end := len(reply)
+	var lanes, traced []any
+	if (end-6)%3 == 2 {
+		traced, _ = reply[end-1].([]any)
+		end--
 	}
-	if len(reply)%3 != 0 || len(own)%2 != 0 || len(traced)%2 != 0 {
-		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits", errUnexpectedScript, len(reply), len(own)))
+	if (end-6)%3 == 1 {
+		lanes, _ = reply[end-1].([]any)
+		end--
+	}
+	if (end-6)%3 != 0 || len(own)%2 != 0 || len(lanes)%2 != 0 || len(traced)%2 != 0 {
+		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits, %d lanes, %d traces", errUnexpectedScript, len(reply), len(own), len(lanes), len(traced)))
 	}
 	ms, _ := reply[0].(int64)
 	deadline := time.UnixMilli(ms)
@@ -95,14 +103,14 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 	if more, _ := reply[5].(int64); more == 1 {
 		c.More = true
 	}
-	items := make([]Item, 0, len(reply)/3-2)
-	for i := 6; i < len(reply); i += 3 {
+	items := make([]Item, 0, (end-6)/3)
+	for i := 6; i < end; i += 3 {
 		id, _ := reply[i].(string)
 		payload, _ := reply[i+1].(string)
 		attempt, _ := reply[i+2].(int64)
 		items = append(items, Item{
 			ID: id, Payload: []byte(payload), Attempt: int(attempt), MaxAttempts: q.cfg.MaxAttempts,
-			Deadline: deadline, Token: strconv.FormatInt(attempt, 10) + suffix,
+			Deadline: deadline, Token: strconv.FormatInt(attempt, 10) + suffix, Priority: DefaultPriority,
 		})
 	}
 	// Items with a limit of their own: (index from 1, limit) pairs. The
@@ -113,6 +121,15 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		limit, _ := own[i+1].(int64)
 		if at >= 1 && int(at) <= len(items) && limit >= 1 {
 			items[at-1].MaxAttempts = int(limit)
+		}
+	}
+	// Items claimed from a priority's lane: (index from 1, priority)
+	// pairs, skipped when out of place, as the limits are.
+	for i := 0; i < len(lanes); i += 2 {
+		at, _ := lanes[i].(int64)
+		p, _ := lanes[i+1].(string)
+		if at >= 1 && int(at) <= len(items) && p != "" {
+			items[at-1].Priority = p
 		}
 	}
 	// (index from 1, trace context) pairs, likewise.

@@ -10,12 +10,14 @@
 -- leases scored +inf, the field "" of attempts
 -- ARGV[4]: max attempts, for expired leases without a limit of their own
 -- Returns {deadline ms, promoted, recovered, "-number" of this claim,
--- limits, more, then id, payload, attempt per item}, or its first three
+-- limits, more, then id, payload, attempt per item, then lanes}, or its first three
 -- alone when nothing is pending: promoted and recovered count what the
 -- maintenance brought back, up to n of each (Promote's and Tidy's rules);
 -- limits lists the items with a limit of their own (EnqueueOptions.
 -- MaxAttempts) as pairs of their index (1 for the first) and the limit,
--- and is empty when none has one. An item's token is its attempt followed
+-- and is empty when none has one; lanes lists the items claimed from a
+-- priority's lane other than the default one, as pairs of their index and
+-- the priority, and is empty when none was. An item's token is its attempt followed
 -- by that "-number"; its attempts field holds the token while it is
 -- leased, and only the count otherwise. more is 1 when items were set
 -- aside (limits per type) up to the bound on what one call looks at, or
@@ -25,7 +27,7 @@
 -- it. A failed call (a key of the wrong type) leaves pending's items
 -- pending, never lost.
 -- When any leased item has a trace context (traces.lua), the reply ends
--- with one more value after the items: the list of (index from 1, trace
+-- with one more value after the lanes: the list of (index from 1, trace
 -- context) pairs of those items.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
@@ -92,7 +94,10 @@ if limitsOrTyped >= 2 or anyParked or weighted then
     typed = limitsOrTyped >= 2, anyParked = anyParked, weighted = weighted,
     anyDelayed = anyDelayed, anyDead = anyDead, anyLimits = anyLimits,
   }) -- claimtyped.lua
-  return anyTraced and withTraces(out, tag) or out
+  if anyTraced then
+    withTraces(out, tag, claim.got)
+  end
+  return out
 end
 -- Malformed entries are looked at too, their places refilled once: at
 -- most 2n entries.
@@ -129,4 +134,8 @@ redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
 if claim.tombstoned and claim.got < n then
   claim.out[6] = 1 -- a run of tombstones may hide items behind it
 end
-return anyTraced and withTraces(claim.out, tag) or claim.out
+local out = claim.reply()
+if anyTraced then
+  withTraces(out, tag, claim.got)
+end
+return out

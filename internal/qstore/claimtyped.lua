@@ -52,7 +52,7 @@ local function claimTyped(claim, c)
   local holding, running, starts, parked = {}, {}, {}, {}
   -- consider leases, drops or sets aside one entry, as the plain claim
   -- does (lease.lua), and counts its type's place.
-  local function consider(id, value, count, delayed, buried, limit)
+  local function consider(id, value, count, delayed, buried, limit, lane)
     if not claim.admit(id, value, count, delayed, buried) then
       return
     end
@@ -67,7 +67,7 @@ local function claimTyped(claim, c)
       p[#p + 1] = id
       return
     end
-    local token = claim.lease(id, value, count, limit)
+    local token = claim.lease(id, value, count, limit, lane)
     if c then
       c.room = c.room - 1
       holding[#holding + 1] = id
@@ -86,17 +86,19 @@ local function claimTyped(claim, c)
       end
     end
   end
-  -- look considers ids, the head last, until n are leased; it returns
-  -- how many it considered, from the head.
+  -- look considers set-aside ids, the head last, until n are leased; it
+  -- returns how many it considered, from the head. Their lanes are read
+  -- from the lanes hash: set aside, they left them.
   local function look(ids)
     local values = redis.call('HMGET', KEYS[3], unpack(ids))
     local counts = redis.call('HMGET', KEYS[4], unpack(ids))
     local delayed = anyDelayed and redis.call('ZMSCORE', KEYS[6], unpack(ids)) or {}
     local buried = anyDead and redis.call('ZMSCORE', KEYS[7], unpack(ids)) or {}
     local limits = anyLimits and redis.call('HMGET', KEYS[9], unpack(ids)) or {}
+    local priorities = weighted and redis.call('HMGET', tag .. ':lanes', unpack(ids)) or {}
     local i = #ids
     while i >= 1 and claim.got < n do
-      consider(ids[i], values[i], counts[i], delayed[i], buried[i], limits[i])
+      consider(ids[i], values[i], counts[i], delayed[i], buried[i], limits[i], priorities[i])
       i = i - 1
     end
     return #ids - i
@@ -194,7 +196,7 @@ local function claimTyped(claim, c)
       local i = best.pos
       best.pos, best.looked, looked = i - 1, best.looked + 1, looked + 1
       local before = claim.got
-      consider(best.ids[i], best.values[i], best.counts[i], best.delayed[i], best.buried[i], best.limits[i])
+      consider(best.ids[i], best.values[i], best.counts[i], best.delayed[i], best.buried[i], best.limits[i], best.name)
       if claim.got > before then
         for _, l in ipairs(lanes) do
           if not l.done then
@@ -247,5 +249,5 @@ local function claimTyped(claim, c)
       redis.call('SREM', parkedTypes, string.sub(key, #parkedTypes + 2))
     end
   end
-  return claim.out
+  return claim.reply()
 end

@@ -12,12 +12,16 @@
 --     earlier in this claim, or the empty id, which names the pin) is
 --     dropped; so is a canceled item's tombstone (see cancel.lua); an id
 --     without a value is dead-lettered.
---   lease(id, value, count, limit) leases it, its limit of attempts its
---     own when limit is one, and returns its token.
+--   lease(id, value, count, limit, lane) leases it, its limit of attempts
+--     its own when limit is one, its priority lane's name when lane is
+--     one other than 'default', and returns its token.
 --   writeLeases(leases, attempts) and writeDead(dead, causes) write them.
+--   reply() is the claim's reply: out, then the lanes of the leased items
+--     not in the default lane, (index from 1, priority) pairs.
 local function newClaim(c)
   local claim = {got = 0, tombstoned = false}
   local own, nown = {}, 0
+  local lanes, nlanes = {}, 0
   local out, nout = {c.deadline, c.promoted, c.recovered, c.suffix, own, 0}, 6
   claim.out = out
   -- The pin goes first: Redis picks a new key's encoding by it, and moves
@@ -49,7 +53,7 @@ local function newClaim(c)
     return false
   end
 
-  function claim.lease(id, value, count, limit)
+  function claim.lease(id, value, count, limit, lane)
     local got = claim.got + 1
     claim.got = got
     local attempt = (tonumber(count) or 0) + 1
@@ -74,7 +78,17 @@ local function newClaim(c)
       own[nown + 2] = limit
       nown = nown + 2
     end
+    if lane and lane ~= 'default' then
+      lanes[nlanes + 1] = got
+      lanes[nlanes + 2] = lane
+      nlanes = nlanes + 2
+    end
     return token
+  end
+
+  function claim.reply()
+    out[#out + 1] = lanes
+    return out
   end
 
   function claim.writeLeases(leasesKey, attemptsKey)

@@ -49,14 +49,13 @@ local function anyTraces(tag)
   return redis.call('EXISTS', tag .. ':traced') == 1
 end
 
--- withTraces appends to a claim's reply (claim.lua says its form) the
--- list of (index from 1, trace context) pairs of its items that have
--- one, when any has.
-local function withTraces(out, tag)
-  local traced, nt, n = {}, 0, 0
-  for i = 7, #out, 3 do
-    n = n + 1
-    local ctx = redis.call('HGET', traceKey(tag, out[i]), 'tp')
+-- withTraces appends to a claim's reply of got items (claim.lua says its
+-- form) the list of (index from 1, trace context) pairs of those that
+-- have one, when any has.
+local function withTraces(out, tag, got)
+  local traced, nt = {}, 0
+  for n = 1, got do
+    local ctx = redis.call('HGET', traceKey(tag, out[4 + 3 * n]), 'tp')
     if ctx then
       traced[nt + 1] = n
       traced[nt + 2] = ctx
