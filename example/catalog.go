@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worksteal/worksteal/exphash"
 	"github.com/worksteal/worksteal/queue"
@@ -53,13 +54,14 @@ type counters struct {
 	failed           atomic.Uint64 // the traffic generator's failed requests
 }
 
-// newApp makes the shop; meters count its tasks by type.
-func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Logger, meters metric.MeterProvider) (*app, error) {
+// newApp makes the shop; meters count its tasks by type, tracers trace
+// each order's enqueue and its steps' runs.
+func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Logger, meters metric.MeterProvider, tracers trace.TracerProvider) (*app, error) {
 	orders, err := queue.New(rdb, ordersQueue, ordersConfig)
 	if err != nil {
 		return nil, err
 	}
-	client, err := tasks.NewClient(orders)
+	client, err := tasks.NewClient(orders, tasks.WithTracerProvider(tracers))
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Lo
 		return nil, err
 	}
 	a := &app{rdb: rdb, rec: rec, logger: logger, orders: orders, client: client, sessions: sessions,
-		mux: tasks.NewMux(tasks.WithMeterProvider(meters))}
+		mux: tasks.NewMux(tasks.WithMeterProvider(meters), tasks.WithTracerProvider(tracers))}
 	if err := a.registerOrderTasks(); err != nil {
 		return nil, err
 	}

@@ -183,7 +183,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	a, err := newApp(rdb, rec, logger, tel.meters)
+	a, err := newApp(rdb, rec, logger, tel.meters, tel.tracers)
 	if err != nil {
 		return errors.Join(err, rec.Shutdown(ctx))
 	}

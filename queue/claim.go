@@ -28,6 +28,10 @@ type Item struct {
 	// Priority is the lane the item was claimed from: [DefaultPriority]
 	// unless it was enqueued with another ([EnqueueOptions].Priority).
 	Priority string
+	// Trace is the trace context of the enqueue that made the item (a W3C
+	// traceparent), which package tasks stores so that a task's run links
+	// to its enqueue; "" when it has none.
+	Trace string
 }
 
 // EnqueuedAt is when the item was enqueued, by the clock of the process

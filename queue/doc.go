@@ -177,6 +177,12 @@
 //	                  (ms); the key expires with its last
 //	…:tombstones      set of canceled ids still in pending's or a parked
 //	                  list, until a claim meets them
+//	…:trace:ID        hash "tp" → the trace context (W3C traceparent) of
+//	                  item ID's enqueue (package tasks), which claims return as
+//	                  Item.Trace; deleted with its ack, cancel or purge,
+//	                  and expiring 7 days past its due time in any case
+//	…:traced          exists while any item may have a trace context,
+//	                  outliving them all: a queue never traced looks none up
 //
 // A unique key's lock is not deleted when its item is acked, dead-lettered
 // or purged: the next enqueue with the key finds its holder gone (no

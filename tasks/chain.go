@@ -63,7 +63,10 @@ func EnqueueChain(ctx context.Context, c *Client, steps []Step, opts ...EnqueueO
 	env.Chain.Unique = o.Unique
 	so := storeOptions(o)
 	so.Chain = qstore.ChainStep{Step: 1, Steps: len(steps)}
+	ctx, sent := c.send(ctx, steps[0].Type, 1, 1)
+	so.Trace = sent.trace
 	id, _, err := c.st.EnqueueWith(ctx, env.Encode(), so)
+	sent.end(id, err)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return "", fmt.Errorf("%w: enqueue chain: %w", ErrInvalidArgument, err)
 	}

@@ -19,9 +19,11 @@ type Client struct {
 	q     *queue.Queue
 	st    *qstore.Store // q's storage: chains and fan-outs
 	codec Codec
+	tracing
 }
 
-// NewClient returns a Client of q; see [WithCodec].
+// NewClient returns a Client of q; see [WithCodec] and
+// [WithTracerProvider].
 func NewClient(q *queue.Queue, opts ...Option) (*Client, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
@@ -30,7 +32,7 @@ func NewClient(q *queue.Queue, opts ...Option) (*Client, error) {
 	if err := names.Check(o.codec.Name()); err != nil {
 		return nil, fmt.Errorf("%w: codec name: %v", ErrInvalidArgument, err)
 	}
-	return &Client{q: q, st: qstore.Of(q), codec: o.codec}, nil
+	return &Client{q: q, st: qstore.Of(q), codec: o.codec, tracing: newTracing(o.tracerProvider)}, nil
 }
 
 // encode is the envelope of the task with args; arguments that c's codec
@@ -69,7 +71,11 @@ func (t Task[A, R]) Enqueue(ctx context.Context, c *Client, args A, opts ...Enqu
 	if err != nil {
 		return "", err
 	}
-	id, _, err := c.q.EnqueueWith(ctx, payload, qopts)
+	ctx, sent := c.send(ctx, t.typ, 1, 0)
+	so := storeOptions(qopts)
+	so.Trace = sent.trace
+	id, _, err := c.st.EnqueueWith(ctx, payload, so)
+	sent.end(id, err)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return "", fmt.Errorf("%w: enqueue %s: %w", ErrInvalidArgument, t.typ, err)
 	}
@@ -120,7 +126,11 @@ func (t Task[A, R]) EnqueueMany(ctx context.Context, c *Client, args []A, opts .
 		}
 		payloads[i] = taskenv.Envelope{Type: t.typ, Codec: c.codec.Name(), Args: data}.Encode()
 	}
-	ids, err = c.st.EnqueueBatchWith(ctx, payloads, storeOptions(o.EnqueueOptions))
+	ctx, sent := c.send(ctx, t.typ, len(payloads), 0)
+	so := storeOptions(o.EnqueueOptions)
+	so.Trace = sent.trace
+	ids, err = c.st.EnqueueBatchWith(ctx, payloads, so)
+	sent.end("", err)
 	if errors.Is(err, queue.ErrInvalidArgument) {
 		return nil, fmt.Errorf("%w: enqueue many %s: %w", ErrInvalidArgument, t.typ, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Codec turns a task's arguments and results into bytes and back. Its
@@ -31,10 +32,11 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 type Option interface{ apply(*options) }
 
 type options struct {
-	codec         Codec
-	meterProvider metric.MeterProvider
-	logger        *slog.Logger                                      // WithLogger's
-	onDead        func(ctx context.Context, task Info, cause error) // WithDeadLetterHook's
+	codec          Codec
+	meterProvider  metric.MeterProvider
+	logger         *slog.Logger                                      // WithLogger's
+	onDead         func(ctx context.Context, task Info, cause error) // WithDeadLetterHook's
+	tracerProvider trace.TracerProvider                              // WithTracerProvider's
 }
 
 type optionFunc func(*options)
@@ -56,7 +58,8 @@ func WithCodec(c Codec) Option {
 // WithMeterProvider sets the provider of the [Mux]'s meter, which counts
 // task attempts by type and outcome and those running (see
 // [github.com/worksteal/worksteal/telemetry]). Default: the otel global;
-// nil keeps the default. A [Client] ignores it.
+// nil keeps the default. A [Client] ignores it. [WithTracerProvider] sets
+// the tracer's.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(o *options) {
 		if mp != nil {

@@ -10,7 +10,7 @@ import (
 
 // BenchmarkDispatch is the Go side of one task without Redis: the Mux's
 // handler from the claimed item to the result and the next step, as
-// Drain calls it. "bytes" runs a handler of []byte through a codec that
+// Drain calls it (tracing off: the otel global has no provider). "bytes" runs a handler of []byte through a codec that
 // passes bytes through, so it is the dispatch alone (envelope, lookup,
 // counts, the task's context); "json" adds encoding/json both ways.
 func BenchmarkDispatch(b *testing.B) {
@@ -42,10 +42,10 @@ func BenchmarkDispatch(b *testing.B) {
 				b.Fatal(err)
 			}
 			it := qstore.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: taskenv.Envelope{Type: "add", Codec: c.codec.Name(), Args: args}.Encode()}
-			ctx := context.Background()
+			ctx, run := context.Background(), m.run
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := m.run(ctx, nil, it); err != nil {
+				if _, _, err := m.traced(ctx, nil, it, run); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -279,10 +279,20 @@
 // so later versions can add fields: a chain's step is version 2, which
 // carries the chain's place, the previous result and the steps to come.
 //
+// # Traces
+//
+// Each enqueue is a PRODUCER span and each run a CONSUMER span, a child
+// of the recruitment whose slice ran it, linked to the enqueue (a
+// chain's next step: to the run of the step before), with the tracer of
+// [WithTracerProvider]; the enqueue's span context is stored beside the
+// task, outside its envelope. docs/telemetry.md lists the spans and
+// their attributes.
+//
 // # Not yet
 //
 // A fan-out's children cannot be chains, nor the final step a [Task.Pipe].
 // [Task.Enqueue], [EnqueueChain] and [EnqueueFanOut] do not say whether a
 // unique enqueue was a duplicate; [queue.Queue.EnqueueWith] does, for an
-// item of one's own.
+// item of one's own. A fan-out's final step links to the fan-out's
+// enqueue, not to its children's runs.
 package tasks

@@ -80,7 +80,10 @@ func EnqueueFanOut(ctx context.Context, c *Client, children []Step, final Step, 
 	if t := runningFrom(ctx); t != nil {
 		j.ID = fanOutID(t.id, t.fanOuts.Add(1))
 	}
+	ctx, sent := c.send(ctx, final.Type, len(children)+1, 0)
+	j.Options.Trace = sent.trace
 	id, _, err := c.st.EnqueueJoin(ctx, j)
+	sent.end(id, err)
 	if errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrEmptyPayload) {
 		return "", fmt.Errorf("%w: enqueue fan-out: %w", ErrInvalidArgument, err)
 	}

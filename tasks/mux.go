@@ -57,13 +57,16 @@ type Mux struct {
 	// of the queues of m's jobs, 0 before the first (see [Timeout]).
 	middleware []Middleware
 	lease      time.Duration
+	tracing
 }
 
 // NewMux returns a Mux without handlers; see [WithCodec],
-// [WithMeterProvider], [WithLogger] and [WithDeadLetterHook].
+// [WithMeterProvider], [WithLogger], [WithDeadLetterHook] and
+// [WithTracerProvider].
 func NewMux(opts ...Option) *Mux {
 	o := newOptions(opts)
-	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider), logger: o.logger, onDead: o.onDead}
+	return &Mux{codec: o.codec, tel: newMuxInstruments(o.meterProvider), logger: o.logger, onDead: o.onDead,
+		tracing: newTracing(o.tracerProvider)}
 }
 
 // add registers run for the tasks of type typ, a checked name.
@@ -173,9 +176,9 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 		cfg.Name = cfg.Name[:min(len(cfg.Name), names.MaxLen)]
 	}
 	m.noteTypes(q)
-	st := qstore.Of(q)
+	st, run := qstore.Of(q), m.run
 	return drain.New(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
-		return m.run(ctx, st, it)
+		return m.traced(ctx, st, it, run) // trace.go
 	}, drain.Config{Batching: drain.Batching(cfg.Batching), Concurrency: cfg.Concurrency})
 }
 

@@ -75,7 +75,12 @@ func (t Task[A, R]) Periodic(c *Client, name string, args A, opts ...EnqueueOpti
 		}
 		o := base
 		o.Unique = uniqueKey(typ, tickKey(name, tick))
-		if _, _, err := c.q.EnqueueWith(ctx, payload, o); err != nil {
+		ctx, sent := c.send(ctx, typ, 1, 0)
+		so := storeOptions(o)
+		so.Trace = sent.trace
+		id, _, err := c.st.EnqueueWith(ctx, payload, so)
+		sent.end(id, err)
+		if err != nil {
 			return recruiter.Report{}, fmt.Errorf("tasks: periodic %s: enqueue %s: %w", name, typ, err)
 		}
 		return recruiter.Report{Items: 1}, nil

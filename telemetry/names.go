@@ -12,6 +12,25 @@ const (
 // SpanRecruit is the name of the span of one recruitment.
 const SpanRecruit = "worksteal.recruit"
 
+// The operations of a task's spans (package tasks), after OpenTelemetry's
+// messaging conventions: a span's name is its operation, a space and the
+// queue's name ("send emails"), and its attribute messaging.operation.name
+// is the operation alone.
+const (
+	// SpanTaskSend is the operation of the PRODUCER span of an enqueue
+	// (Task.Enqueue, EnqueueMany, Call, a chain, a fan-out, a periodic
+	// tick), whose span context the task carries to its runs.
+	SpanTaskSend = "send"
+	// SpanTaskProcess is the operation of the CONSUMER span of one run of
+	// a task, a child of the recruitment whose slice ran it, linked to
+	// its enqueue's span (or, for a chain's next step, to the run of the
+	// step before).
+	SpanTaskProcess = "process"
+	// MessagingSystem is the value of the attribute messaging.system of
+	// the task spans.
+	MessagingSystem = "worksteal"
+)
+
 // SpanAction is the name of the span of one operator's action on the
 // dashboard (package dashboard).
 const SpanAction = "worksteal.action"
@@ -31,6 +50,8 @@ const (
 
 	AttrTaskType    attribute.Key = "worksteal.task.type"    // a task's type (package tasks)
 	AttrTaskOutcome attribute.Key = "worksteal.task.outcome" // a task attempt's outcome: TaskDone, TaskRetried or TaskDead
+	AttrTaskAttempt attribute.Key = "worksteal.task.attempt" // which attempt a task's run is, 1 on the first (its process span)
+	AttrChainStep   attribute.Key = "worksteal.chain.step"   // a chain's step that a task is, 1 on the first (its spans)
 
 	AttrAction      attribute.Key = "worksteal.action"       // an operator's action: pause, resume, retry, purge, run, cancel, …
 	AttrActor       attribute.Key = "worksteal.actor"        // who acted, as the host's function names them

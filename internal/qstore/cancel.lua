@@ -1,4 +1,4 @@
--- needs: types
+-- needs: types, traces
 -- Cancel: end an item, a chain or a join for good, wherever its items are.
 -- KEYS[1]: leases (zset)    KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)     KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)
@@ -22,7 +22,7 @@
 -- is when), else 0.
 -- A canceled item loses its value, its lease (and its place in its
 -- type's limits: types.lua), its delay; its attempt
--- count, cause, ready time, own limit and lane; its id goes to canceled,
+-- count, cause, ready time, own limit, lane and trace context; its id goes to canceled,
 -- which Wait, Chain and Join read, and which a drain running it polls;
 -- its waiters wake (and a drain that claimed it and has not started it
 -- never does once the caller waited out the fence: see StartFence in
@@ -103,6 +103,9 @@ local function cancelOne(x, listed)
   redis.call('ZADD', KEYS[11], now + retention, x)
   for _, k in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[10], lanes}) do
     redis.call('HDEL', k, x)
+  end
+  if anyTraces(tag) then
+    dropTraces(tag, {x})
   end
   if redis.call('HDEL', KEYS[8], x) == 1 then
     local wake = tag .. ':notify:' .. x

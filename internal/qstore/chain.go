@@ -62,6 +62,9 @@ type FollowUp struct {
 	// with the lifetime it has left: a chain enqueued under a unique key
 	// holds it until its last step is acked or a step dies.
 	Unique string
+	// Trace, when not empty, is the new item's trace context, as
+	// [EnqueueOptions].Trace.
+	Trace string
 }
 
 // ChainState is where a chain is: running, done or failed.

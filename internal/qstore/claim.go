@@ -25,6 +25,7 @@ type Item struct {
 	Deadline    time.Time // when the lease ends, by Redis's clock
 	Token       string    // "attempt-number", never empty
 	Priority    string    // the lane it was claimed from: DefaultPriority unless it was enqueued with another
+	Trace       string    // the enqueue's trace context, if it had one (tracectx.go)
 }
 
 func checkCount(what string, n int) error {
@@ -78,15 +79,21 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		return c, nil // nothing pending
 	}
 	own, _ := reply[4].([]any)
-	// The lanes, last, are this release's: the previous one's script,
+	// After the items, this release's script puts the lanes, then the
+	// trace contexts when any item has one; the previous one's script,
 	// which a test runs beside this one, ends with the items.
 	end := len(reply)
-	lanes, laned := reply[end-1].([]any)
-	if laned {
+	var lanes, traced []any
+	if (end-6)%3 == 2 {
+		traced, _ = reply[end-1].([]any)
 		end--
 	}
-	if (end-6)%3 != 0 || len(own)%2 != 0 || len(lanes)%2 != 0 {
-		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits, %d lanes", errUnexpectedScript, len(reply), len(own), len(lanes)))
+	if (end-6)%3 == 1 {
+		lanes, _ = reply[end-1].([]any)
+		end--
+	}
+	if (end-6)%3 != 0 || len(own)%2 != 0 || len(lanes)%2 != 0 || len(traced)%2 != 0 {
+		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values, %d limits, %d lanes, %d traces", errUnexpectedScript, len(reply), len(own), len(lanes), len(traced)))
 	}
 	ms, _ := reply[0].(int64)
 	deadline := time.UnixMilli(ms)
@@ -123,6 +130,14 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 		p, _ := lanes[i+1].(string)
 		if at >= 1 && int(at) <= len(items) && p != "" {
 			items[at-1].Priority = p
+		}
+	}
+	// (index from 1, trace context) pairs, likewise.
+	for i := 0; i < len(traced); i += 2 {
+		at, _ := traced[i].(int64)
+		trace, _ := traced[i+1].(string)
+		if at >= 1 && int(at) <= len(items) {
+			items[at-1].Trace = trace
 		}
 	}
 	c.Items = items

@@ -1,4 +1,4 @@
--- needs: expired, types, maintain, lease, claimtyped
+-- needs: expired, types, maintain, lease, claimtyped, traces
 -- Claim: bring back what is due and what expired, then lease up to n
 -- items from the head (right end) of pending (doc.go says how).
 -- KEYS[1]: pending (list)    KEYS[2]: leases (zset)    KEYS[3]: values (hash)
@@ -26,6 +26,9 @@
 -- up to the ms, plus the lease; a lease is taken back once TIME reaches
 -- it. A failed call (a key of the wrong type) leaves pending's items
 -- pending, never lost.
+-- When any leased item has a trace context (traces.lua), the reply ends
+-- with one more value after the lanes: the list of (index from 1, trace
+-- context) pairs of those items.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -79,14 +82,22 @@ local looked = 0
 -- (Read after the maintenance, which empties the one and fills the other.)
 local anyDelayed = redis.call('EXISTS', KEYS[6]) == 1
 local anyDead = redis.call('EXISTS', KEYS[7]) == 1
-local limitsOrTyped = redis.call('EXISTS', KEYS[9], tag .. ':typelimits', tag .. ':typelimits')
+-- The same EXISTS says whether any item may have a trace context.
+local traced = tag .. ':traced'
+local limitsOrTyped = redis.call('EXISTS', KEYS[9], tag .. ':typelimits', tag .. ':typelimits', traced, traced, traced, traced)
+local anyTraced = limitsOrTyped >= 4
+limitsOrTyped = limitsOrTyped % 4
 local anyLimits = limitsOrTyped % 2 == 1
 if limitsOrTyped >= 2 or anyParked or weighted then
-  return claimTyped(claim, {
+  local out = claimTyped(claim, {
     n = n, now = now, nowText = nowText, deadlineText = deadlineText, tag = tag,
     typed = limitsOrTyped >= 2, anyParked = anyParked, weighted = weighted,
     anyDelayed = anyDelayed, anyDead = anyDead, anyLimits = anyLimits,
   }) -- claimtyped.lua
+  if anyTraced then
+    withTraces(out, tag, claim.got)
+  end
+  return out
 end
 -- Malformed entries are looked at too, their places refilled once: at
 -- most 2n entries.
@@ -123,4 +134,8 @@ redis.call('LTRIM', KEYS[1], 0, -(looked + 1))
 if claim.tombstoned and claim.got < n then
   claim.out[6] = 1 -- a run of tombstones may hide items behind it
 end
-return claim.reply()
+local out = claim.reply()
+if anyTraced then
+  withTraces(out, tag, claim.got)
+end
+return out

@@ -1,4 +1,4 @@
--- needs: unique, lanes
+-- needs: unique, lanes, traces
 -- EnqueueJoin: add a join's children, pending at once or delayed, and its
 -- final item, held back until the last child is acked (see settle.lua),
 -- with options as enqueuewith.lua has them.
@@ -7,6 +7,8 @@
 -- KEYS[5]: delayed (zset)   KEYS[6]: limits (hash)   KEYS[7]: dead (zset)
 -- KEYS[8]: the unique key's lock (see unique.lua), with a unique key
 -- only
+-- KEYS[#KEYS]: the traced marker (traces.lua), when the join has a trace
+-- context
 -- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
 -- values, ready and limits
 -- ARGV[2]: the join's id, which is its final item's   ARGV[3]: the final
@@ -15,6 +17,8 @@
 -- ARGV[5]: the max attempts of every child and of the final item (0: the
 -- queue's)
 -- ARGV[6]: the unique key's lifetime in ms (with KEYS[8]; 0: no key)
+-- ARGV[7]: the trace context of the children and the final item, with
+-- the traced marker only
 -- then one payload per child, whose id is "ID.n", n from 1
 -- The final item's value is stored at once, so Wait and Value see it as
 -- live, and a unique key's lock held by it (the join's id) is held until
@@ -51,13 +55,15 @@ if limit > 0 then
   redis.call('HEXISTS', KEYS[6], '')
 end
 local t = redis.call('TIME')
-local n = #ARGV - 6
+local traced = string.sub(KEYS[#KEYS], -7) == ':traced'
+local first = traced and 8 or 7 -- ARGV's first child
+local n = #ARGV - first + 1
 local values, ids = {'', ARGV[1], id, ARGV[3]}, {}
 for i = 1, n do
   local cid = id .. '.' .. i
   ids[i] = cid
   values[#values + 1] = cid
-  values[#values + 1] = ARGV[6 + i]
+  values[#values + 1] = ARGV[first + i - 1]
 end
 redis.call('HSET', KEYS[2], unpack(values))
 if limit > 0 then
@@ -90,5 +96,9 @@ else
 end
 if unique then
   takeUnique(unique, id, ARGV[6])
+end
+if traced then
+  ids[n + 1] = id
+  writeTraces(string.sub(KEYS[1], 1, #KEYS[1] - 8), ids, ARGV[7], delay) -- ':pending'
 end
 return {id, 0}

@@ -40,6 +40,11 @@ type EnqueueOptions struct {
 	Chain ChainStep
 	// Priority is queue.EnqueueOptions.Priority.
 	Priority string
+	// Trace, when not empty, is the trace context of the enqueue (package
+	// tasks' W3C traceparent), which claims return with the item
+	// ([Item].Trace): see tracectx.go. It does not count against
+	// MaxPayload.
+	Trace string
 }
 
 func (o EnqueueOptions) validate() error {
@@ -56,6 +61,9 @@ func (o EnqueueOptions) validate() error {
 		return fmt.Errorf("%w: UniqueFor %v of Unique key %.40q is not in (0, %v]", ErrInvalidArgument, o.UniqueFor, o.Unique, uniqueForMax)
 	}
 	if err := checkPriority(o.Priority); err != nil {
+		return err
+	}
+	if err := checkTrace("enqueue", o.Trace); err != nil {
 		return err
 	}
 	if !o.Chain.isZero() {
@@ -127,11 +135,14 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 	args = []any{encodingPin, id, payload, ceilMillis(opts.Delay), opts.MaxAttempts, ceilMillis(opts.UniqueFor)}
 	// The script takes a chain's and a priority's arguments as '' or 0
 	// when they are left out: fewer to send and for Redis to read.
-	if step != "" || opts.Priority != "" {
+	if step != "" || opts.Priority != "" || opts.Trace != "" {
 		args = append(args, step, steps, q.cfg.ResultRetention.Milliseconds())
 	}
-	if opts.Priority != "" {
+	if opts.Priority != "" || opts.Trace != "" {
 		args = append(args, opts.Priority)
+	}
+	if opts.Trace != "" {
+		args = append(args, opts.Trace)
 	}
 	return script, keys, args
 }

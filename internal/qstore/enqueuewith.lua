@@ -1,4 +1,4 @@
--- needs: newitems, unique
+-- needs: newitems, unique, traces
 -- EnqueueWith: add one item with options: due later (in delayed rather
 -- than pending), with an attempt limit of its own, under a unique key.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
@@ -17,7 +17,8 @@
 -- ARGV[10]: the item's priority ('', 'default' or absent: none), which
 -- must have a weight: it waits in its lane rather than in pending (see
 -- lanes.lua)
--- ARGV[7] to ARGV[10] may be left out when they would be '' or 0.
+-- ARGV[11]: the item's trace context ('' or absent: none; traces.lua)
+-- ARGV[7] to ARGV[11] may be left out when they would be '' or 0.
 -- Returns 1 when it added the item; 0 when that id already has a value
 -- (a resent call: nothing is added twice); the holder's id when the
 -- unique key is held by another live item (uniqueHolder), adding nothing.
@@ -66,5 +67,8 @@ end
 if chain then
   redis.call('HSET', chain, 'id', id, 'step', ARGV[7], 'steps', ARGV[8])
   redis.call('PEXPIRE', chain, delay + tonumber(ARGV[9]))
+end
+if (ARGV[11] or '') ~= '' then
+  writeTraces(string.sub(KEYS[1], 1, #KEYS[1] - 8), {id}, ARGV[11], delay) -- ':pending'
 end
 return 1

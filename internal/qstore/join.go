@@ -42,8 +42,9 @@ type JoinSpec struct {
 	// Delay holds the children back (the final item waits for them in any
 	// case), MaxAttempts is every child's and the final item's own limit,
 	// and Unique makes the join unique under its key (see
-	// [Store.EnqueueJoin]). A join is no chain step: a Chain that is not
-	// zero is an error.
+	// [Store.EnqueueJoin]), Trace is every child's and the final item's
+	// trace context. A join is no chain step: a Chain that is not zero is
+	// an error.
 	Options EnqueueOptions
 }
 
@@ -167,14 +168,18 @@ func (q *Store) EnqueueJoin(ctx context.Context, j JoinSpec) (id string, duplica
 		id = newID()
 	}
 	o := j.Options
-	args := make([]any, 0, 6+len(j.Children))
+	args := make([]any, 0, 7+len(j.Children))
 	args = append(args, encodingPin, id, j.Final, ceilMillis(o.Delay), o.MaxAttempts, ceilMillis(o.UniqueFor))
-	for _, p := range j.Children {
-		args = append(args, p)
-	}
 	keys := []string{q.k.pending, q.k.values, q.k.ready, q.k.join(id), q.k.delayed, q.k.limits, q.k.dead}
 	if o.Unique != "" {
 		keys = append(keys, q.k.unique(o.Unique))
+	}
+	if o.Trace != "" {
+		keys = append(keys, q.k.traced)
+		args = append(args, o.Trace)
+	}
+	for _, p := range j.Children {
+		args = append(args, p)
 	}
 	reply, err := enqueueJoinScript.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {

@@ -79,7 +79,9 @@ type held struct {
 	live     bool      // its last lease was left to expire
 	once     bool      // its fate's first act is done
 	acked    int
+	ackedBy  string // the release whose ack applied
 	requeued bool
+	trace    string // its trace context, enqueued by this release
 }
 
 // A rolling deploy: processes of the previous release (its scripts, in
@@ -91,7 +93,9 @@ type held struct {
 // runs again. An item snoozed by this release keeps its attempt whichever
 // release claims it next, and the previous release, which knows no
 // snoozes, acks it as any item. With priorities, the claims take
-// claimtyped.lua's path.
+// claimtyped.lua's path. This release's enqueues carry trace contexts,
+// which the previous release ignores: its claims return none, its acks
+// leave them to expire (7 days), this release's acks delete them.
 func TestPreviousReleaseBesideThisOne(t *testing.T) {
 	// Not parallel: it swaps the scripts of every Store of the process,
 	// which the parallel tests wait for.
@@ -129,17 +133,26 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 				if i%8 == 4 {
 					opts = qstore.EnqueueOptions{MaxAttempts: 2, Delay: time.Millisecond, Priority: priority}
 				}
+				// Only this release's Go sends a trace context.
+				traceOf := func() string {
+					if release == "this" {
+						return fmt.Sprintf("00-0af7651916cd43dd8448eb211c80319c-%016x-01", i+1)
+					}
+					return ""
+				}
 				pick()
+				opts.Trace = traceOf()
 				ids, err := b.q.EnqueueBatchWith(ctx, [][]byte{[]byte("a"), []byte("b"), []byte("c")}, opts)
 				if err != nil || len(ids) != 3 {
 					t.Fatalf("EnqueueBatchWith (%s release) = %v, %v", release, ids, err)
 				}
-				pick()
-				opts.Unique, opts.UniqueFor = fmt.Sprintf("u%d", i), time.Minute
-				ids = append(ids, mustEnqueueWith(t, b.q, "d", opts, false))
 				for j, id := range ids {
-					items[id] = &held{fate: fate(i+j) % fates}
+					items[id] = &held{fate: fate(i+j) % fates, trace: opts.Trace}
 				}
+				pick()
+				opts.Unique, opts.UniqueFor, opts.Trace = fmt.Sprintf("u%d", i), time.Minute, traceOf()
+				id := mustEnqueueWith(t, b.q, "d", opts, false)
+				items[id] = &held{fate: fate(i+3) % fates, trace: opts.Trace}
 			}
 
 			// Pairs of the releases that claimed and settled one lease.
@@ -163,6 +176,9 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 							t.Fatalf("claimed %s (%s release) after its ack: runs twice", it.ID, claimedBy)
 						case h.live && it.Deadline.Add(-lease).Before(h.deadline):
 							t.Fatalf("claimed %s (%s release) at %v, inside its last lease (to %v): runs twice", it.ID, claimedBy, it.Deadline.Add(-lease), h.deadline)
+						}
+						if wantTrace := map[string]string{"this": h.trace}[claimedBy]; it.Trace != wantTrace {
+							t.Fatalf("claimed %s (%s release) with trace %q, want %q", it.ID, claimedBy, it.Trace, wantTrace)
 						}
 						want := h.attempt + 1
 						if h.released || h.snoozed {
@@ -212,6 +228,7 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 							}
 							if err = b.q.Ack(ctx, it, []byte("r"+it.ID)); err == nil {
 								h.acked++
+								h.ackedBy = release
 							}
 						}
 						if err != nil {
@@ -279,12 +296,24 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 					t.Errorf("snoozes holds %s, never snoozed", id)
 				}
 			}
+			traced := map[[2]string]int{}
 			for id, h := range items {
 				if h.fate == snoozeTwice && h.snoozes != 2 {
 					t.Errorf("%s snoozed %d times, want 2", id, h.snoozes)
 				}
 				if h.acked != 1 {
 					t.Errorf("%s (fate %d) acked %d times, want once", id, h.fate, h.acked)
+				}
+				if h.trace != "" {
+					traced[[2]string{"this", h.ackedBy}]++
+					key := tagOf(b.q) + ":trace:" + id
+					ttl := b.rdb.PTTL(ctx, key).Val()
+					switch {
+					case h.ackedBy == "this" && ttl != -2:
+						t.Errorf("%s, acked by this release, keeps its trace context (ttl %v)", id, ttl)
+					case h.ackedBy == "previous" && (ttl <= 0 || ttl > 7*24*time.Hour+time.Millisecond):
+						t.Errorf("%s, acked by the previous release: its trace context expires in %v, want within 7 days", id, ttl)
+					}
 				}
 				pick()
 				if r, err := b.q.Result(ctx, id); string(r) != "r"+id || err != nil {
@@ -299,6 +328,9 @@ func TestPreviousReleaseBesideThisOne(t *testing.T) {
 			for _, pair := range [][2]string{{"previous", "this"}, {"this", "previous"}} {
 				if pairs[pair] == 0 {
 					t.Errorf("no lease claimed by the %s release was settled by the %s one", pair[0], pair[1])
+				}
+				if traced[[2]string{"this", pair[1]}] == 0 {
+					t.Errorf("no item traced by this release was acked by the %s one", pair[1])
 				}
 			}
 		})

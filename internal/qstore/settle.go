@@ -75,6 +75,9 @@ func (q *Store) Settle(ctx context.Context, settlements ...Settlement) (s Settle
 			if len(o.FollowUp.Unique) > uniqueMax {
 				return s, fmt.Errorf("%w: follow-up of item %s: Unique key of %d bytes is above %d", ErrInvalidArgument, o.Item.ID, len(o.FollowUp.Unique), uniqueMax)
 			}
+			if err := checkTrace("follow-up of item "+o.Item.ID, o.FollowUp.Trace); err != nil {
+				return s, err
+			}
 		}
 	}
 	for start := 0; start < len(settlements); start += BatchMax {
@@ -113,7 +116,7 @@ func (q *Store) Settle(ctx context.Context, settlements ...Settlement) (s Settle
 					lock = len(keys)
 				}
 				args = append(args, o.Item.ID, o.Item.Token, kindFollowUp, stored, 0,
-					newID(), o.FollowUp.Payload, record, o.FollowUp.Chain.Step, o.FollowUp.Chain.Steps, lock)
+					newID(), o.FollowUp.Payload, record, o.FollowUp.Chain.Step, o.FollowUp.Chain.Steps, lock, o.FollowUp.Trace)
 				continue
 			}
 			kind, cause, backoff := q.failure(o.Item, err)

@@ -1,4 +1,4 @@
--- needs: expired, unique, types, lanes
+-- needs: expired, unique, types, lanes, traces
 -- Settle: ack or nack claimed items whose claim token is still current.
 -- KEYS[1]: leases (zset)   KEYS[2]: values (hash)    KEYS[3]: attempts (hash)
 -- KEYS[4]: ready (hash)    KEYS[5]: causes (hash)    KEYS[6]: delayed (zset)
@@ -22,12 +22,13 @@
 -- dead letter, and the hash as a whole a week after its last snooze is
 -- due (for items that went otherwise: purged, canceled, or acked by the
 -- previous release, which knows no snoozes). An item of
--- kind 't' is followed by a group of 6, its follow-up: the new item's id,
+-- kind 't' is followed by a group of 7, its follow-up: the new item's id,
 -- its payload, the index in KEYS of the chain record the ack moves on (0:
 -- none; chain records and unique keys' locks come after the wake-up
 -- lists), the step and the steps of the chain the new item is (see
 -- Store.Chain), and the index in KEYS of the unique key's lock that the
--- ack hands on to it if the acked item holds it (0: none).
+-- ack hands on to it if the acked item holds it (0: none), and its trace
+-- context ('': none; traces.lua).
 -- The kind alone tells an ack from a nack: a nack's backoff that is not a
 -- finite number >= 0 counts as 0 (retry at once). Any other kind, or
 -- groups cut short, is an error raised before anything is written:
@@ -81,10 +82,10 @@ while g <= #ARGV do
   if kind == 't' then
     local key = tonumber(ARGV[g + 7])
     local lock = tonumber(ARGV[g + 10])
-    if g + 10 > #ARGV or not key or (key ~= 0 and not KEYS[key]) or not lock or (lock ~= 0 and not KEYS[lock]) then
+    if g + 11 > #ARGV or not key or (key ~= 0 and not KEYS[key]) or not lock or (lock ~= 0 and not KEYS[lock]) then
       return redis.error_reply('ERR settle: item ' .. ARGV[g] .. ' has no follow-up group')
     end
-    g = g + 11
+    g = g + 12
   else
     g = g + 5
   end
@@ -110,12 +111,17 @@ end
 -- MaxAttempts); the others have ARGV[3]. A queue that never had one has no
 -- limits key, and its nacks look nothing up.
 -- The same EXISTS says whether any item is held in its task type's limits
--- (types.lua), whether any has a priority (lanes.lua), and whether any
--- snoozed: it counts a key named k times k times.
+-- (types.lua), whether any has a priority (lanes.lua), whether any
+-- snoozed, and whether any may have a trace context (traces.lua): it
+-- counts a key named k times k times.
 local tag = tagOf(KEYS[1])
 local lanesKey, snoozesKey = tag .. ':lanes', tag .. ':snoozes'
+local traced = tag .. ':traced'
 local flags = redis.call('EXISTS', KEYS[11], tag .. ':holding', tag .. ':holding', lanesKey, lanesKey, lanesKey, lanesKey,
-  snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey)
+  snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey, snoozesKey,
+  traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced, traced)
+local anyTraced = flags >= 16
+flags = flags % 16
 local hasLimits = flags % 2 == 1
 local held = flags % 4 >= 2
 local laned = flags % 8 >= 4 -- lanes.lua
@@ -275,6 +281,9 @@ if nthen > 0 then
     if lock > 0 then
       handUnique(KEYS[lock], from, nid)
     end
+    if ARGV[at + 6] ~= '' then
+      writeTraces(tag, {nid}, ARGV[at + 6], 0)
+    end
   end
   redis.call('HSET', KEYS[2], unpack(values))
   -- A follow-up has the acked item's priority (lanes.lua).
@@ -365,6 +374,9 @@ if #acked > 0 then
   end
   if snoozed then
     redis.call('HDEL', snoozesKey, unpack(acked))
+  end
+  if anyTraced then
+    dropTraces(tag, acked)
   end
 end
 return codes

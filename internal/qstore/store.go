@@ -65,6 +65,7 @@ type keys struct {
 	results  string // hash id → "expiry ms:token:result" of an acked item
 	expiring string // list of "expiry ms:id" of results, in expiry order
 	limits   string // hash id → its own max attempts (EnqueueOptions.MaxAttempts)
+	traced   string // exists while an item may have a trace context (tracectx.go)
 
 	// Cancels (cancel.go).
 	canceled   string // zset id → until when its canceled record is kept (ms)
@@ -113,6 +114,7 @@ func newKeys(prefix, name string) keys {
 		results:  tag + ":results",
 		expiring: tag + ":expiring",
 		limits:   tag + ":limits",
+		traced:   tag + ":traced",
 
 		canceled:   tag + ":canceled",
 		tombstones: tag + ":tombstones",
@@ -261,15 +263,20 @@ func (q *Store) EnqueueBatchWith(ctx context.Context, payloads [][]byte, opts En
 			size += len(payloads[end])
 			end++
 		}
-		args := make([]any, 0, 4+2*(end-start))
+		args := make([]any, 0, 5+2*(end-start))
 		args = append(args, encodingPin, delay, opts.MaxAttempts, opts.Priority)
+		keys := q.k.enqueueKeys
+		if opts.Trace != "" {
+			keys = append(keys[:len(keys):len(keys)], q.k.traced)
+			args = append(args, opts.Trace)
+		}
 		chunk := make([]string, 0, end-start)
 		for _, p := range payloads[start:end] {
 			id := newID()
 			chunk = append(chunk, id)
 			args = append(args, id, p)
 		}
-		if err := enqueueScript.Run(ctx, q.rdb, q.k.enqueueKeys, args...).Err(); err != nil {
+		if err := enqueueScript.Run(ctx, q.rdb, keys, args...).Err(); err != nil {
 			return ids, q.wrap("enqueue", priorityErr(err, opts.Priority))
 		}
 		ids = append(ids, chunk...)
