@@ -13,7 +13,7 @@ func (f handleOptionFunc) applyHandle(c *handleConfig) { f(c) }
 // handleConfig is what a type's HandleOptions set.
 type handleConfig struct {
 	retryDelay func(attempt int, err error) time.Duration // see RetryDelay; nil: the queue's backoff
-	timeout    time.Duration                               // Timeout's; 0: none
+	timeout    time.Duration                              // Timeout's; 0: none
 }
 
 func newHandleConfig(opts []HandleOption) handleConfig {
