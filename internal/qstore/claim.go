@@ -113,35 +113,33 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 			Deadline: deadline, Token: strconv.FormatInt(attempt, 10) + suffix, Priority: DefaultPriority,
 		})
 	}
-	// Items with a limit of their own: (index from 1, limit) pairs. The
-	// items are leased by now, so a pair out of place is skipped rather
-	// than failing the claim.
-	for i := 0; i < len(own); i += 2 {
-		at, _ := own[i].(int64)
-		limit, _ := own[i+1].(int64)
-		if at >= 1 && int(at) <= len(items) && limit >= 1 {
-			items[at-1].MaxAttempts = int(limit)
+	// Then (index from 1, value) pairs: the items with a limit of their
+	// own, those claimed from a priority's lane, those with a trace
+	// context. The items are leased by now, so a pair out of place is
+	// skipped rather than failing the claim.
+	eachPair(own, items, func(it *Item, v any) {
+		if limit, _ := v.(int64); limit >= 1 {
+			it.MaxAttempts = int(limit)
 		}
-	}
-	// Items claimed from a priority's lane: (index from 1, priority)
-	// pairs, skipped when out of place, as the limits are.
-	for i := 0; i < len(lanes); i += 2 {
-		at, _ := lanes[i].(int64)
-		p, _ := lanes[i+1].(string)
-		if at >= 1 && int(at) <= len(items) && p != "" {
-			items[at-1].Priority = p
+	})
+	eachPair(lanes, items, func(it *Item, v any) {
+		if p, _ := v.(string); p != "" {
+			it.Priority = p
 		}
-	}
-	// (index from 1, trace context) pairs, likewise.
-	for i := 0; i < len(traced); i += 2 {
-		at, _ := traced[i].(int64)
-		trace, _ := traced[i+1].(string)
-		if at >= 1 && int(at) <= len(items) {
-			items[at-1].Trace = trace
-		}
-	}
+	})
+	eachPair(traced, items, func(it *Item, v any) { it.Trace, _ = v.(string) })
 	c.Items = items
 	return c, nil
+}
+
+// eachPair calls set with the item and the value of each (index from 1,
+// value) pair of pairs whose index is one of items'.
+func eachPair(pairs []any, items []Item, set func(it *Item, v any)) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if at, _ := pairs[i].(int64); at >= 1 && int(at) <= len(items) {
+			set(&items[at-1], pairs[i+1])
+		}
+	}
 }
 
 // Extend is queue.Queue.Extend.
