@@ -101,10 +101,13 @@
 // a dead letter at ERROR, each with task_type, task_id, queue, attempt,
 // max_attempts and error; at most 10 lines of each kind per second, then
 // one that counts those left out. [WithDeadLetterHook] calls a function
-// once per task that this process dead-letters, for error trackers; the
-// dead letters that the queue's scripts make (a lease that expired at
-// its last attempt, a malformed item) are not reported yet, and a hook
-// that had not run when its process died is lost.
+// once per dead letter, for error trackers. The queue's scripts make dead
+// letters too, where no handler failed (a lease that expired at its last
+// attempt, a pending id without a value): the claim or [jobs.TidyStale]
+// that made one hands it back to its process, whose Mux logs it at ERROR
+// and runs its hook. A handler that fails after its lease ended is logged
+// at INFO only, since the queue throws its outcome away. A hook that had
+// not run when its process died is lost.
 //
 // # Steering the retry
 //

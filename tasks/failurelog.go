@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -32,30 +34,57 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithDeadLetterHook sets a function that the [Mux] calls once for each
-// task whose attempt failed at its limit in this process, which the queue
-// dead-letters: for error trackers and alerts. It gets the task ([Info])
-// and the attempt's error, with a context that keeps the handler's values
-// but not its end. It runs on the handler's goroutine, after the handler
-// and its middleware returned and before the outcome is settled, so it
-// should be quick (error trackers' clients queue what they send); a
-// panic of it is recovered and logged. It is lost if the process dies
-// before it ran, and it does not run for the dead letters that the
-// queue's scripts make (a lease that expired at its last attempt, a
-// malformed item found by a claim). nil keeps none. A [Client] ignores
-// it.
+// task that the queue dead-letters: for error trackers and alerts. It
+// gets the task ([Info]) and the cause, with a context that keeps the
+// handler's values but not its end. For a task whose attempt failed at
+// its limit in this process, it runs on the handler's goroutine, after
+// the handler and its middleware returned and before the outcome is
+// settled, so it should be quick (error trackers' clients queue what
+// they send); a panic of it is recovered and logged. The queue's scripts
+// dead-letter tasks too, where no handler failed: a lease that expired at
+// its last attempt (its process died or hung), an id without a stored
+// value. The hook runs for those in the process whose claim (the Mux's
+// job) or [jobs.TidyStale] of the same [queue.Queue] made them, after
+// that call; their cause wraps [queue.ErrLeaseLost] for an expired lease,
+// and their Info has no Priority. It is lost if the process dies before
+// it ran. nil keeps none. A [Client] ignores it.
 func WithDeadLetterHook(hook func(ctx context.Context, task Info, cause error)) Option {
 	return optionFunc(func(o *options) { o.onDead = hook })
 }
 
 // failure is a failed attempt, as the log and the dead-letter hook get
 // it: what is known of its task (a task whose envelope did not decode
-// has no Type), its error, and whether the queue dead-letters it. A
-// dead letter found elsewhere (the scripts' ones, once they report them)
-// comes in by [Mux.report] too.
+// has no Type), its error, and whether the queue dead-letters it; or
+// else a dead letter that a script made (byScript).
 type failure struct {
-	task Info
-	err  error
-	dead bool
+	task     Info
+	err      error
+	dead     bool
+	byScript bool
+	late     bool // it ended past its lease: its outcome is thrown away
+}
+
+// reportScriptDead reports a dead letter that a script of st made.
+func (m *Mux) reportScriptDead(ctx context.Context, st *qstore.Store, d qstore.ScriptDead) {
+	info := Info{ID: d.ID, Queue: st.Name(), Attempt: d.Attempt, MaxAttempts: d.MaxAttempts}
+	if info.MaxAttempts == 0 {
+		info.MaxAttempts = st.Config().MaxAttempts
+	}
+	info.EnqueuedAt, _ = qstore.IDTime(d.ID)
+	if env, err := taskenv.Decode(d.Payload); err == nil {
+		info.Type = env.Type
+		if c := env.Chain; c != nil {
+			info.ChainID, info.Step, info.Steps = c.ID, c.Step, c.Steps
+			if info.ChainID == "" {
+				info.ChainID = d.ID
+			}
+		}
+	}
+	err := errors.New(d.Cause)
+	if d.LeaseExpired() {
+		err = fmt.Errorf("%w: %s", queue.ErrLeaseLost, d.Cause)
+	}
+	m.report(ctx, failure{task: info, err: err, dead: true, byScript: true})
 }
 
 // logFailures is the Mux's own outermost middleware (see [Mux.Use]): it
@@ -75,10 +104,17 @@ func (m *Mux) logFailures(next Handler) Handler {
 			if t == nil || errors.Is(context.Cause(t.Context), queue.ErrCanceled) {
 				return
 			}
-			m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err)})
+			m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err), late: t.pastLease()})
 		}()
 		return next(ctx, typ, args)
 	}
+}
+
+// pastLease reports whether t's lease has ended, so that the queue
+// throws its outcome away: a claim or Tidy hands the task back, or
+// dead-letters it and reports that (see [Mux.reportScriptDead]).
+func (t *running) pastLease() bool {
+	return !t.leaseEnd.IsZero() && !time.Now().Before(t.leaseEnd)
 }
 
 // dies reports whether the queue dead-letters the task when its attempt
@@ -92,6 +128,10 @@ func (m *Mux) report(ctx context.Context, f failure) {
 	panicked := errors.As(f.err, &pe)
 	level, msg := slog.LevelDebug, "worksteal: task failed; the queue retries it"
 	switch {
+	case f.late:
+		level, msg, f.dead = slog.LevelInfo, "worksteal: task failed after its lease ended; the queue throws the outcome away and hands the task back or dead-letters it", false
+	case f.byScript:
+		level, msg = slog.LevelError, "worksteal: the queue dead-lettered a task that no handler failed"
 	case f.dead:
 		level, msg = slog.LevelError, "worksteal: task failed at its last attempt; the queue dead-letters it"
 	case panicked:

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/worksteal/worksteal/internal/redistest"
+	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"
 )
 
@@ -130,5 +134,97 @@ func TestFailuresBeforeAHandlerLogged(t *testing.T) {
 	}
 	if lines != 1 || hookPanics != 1 {
 		t.Errorf("%d lines of the dead letter and %d of the hook's panic, want 1 and 1: %+v", lines, hookPanics, logs.records())
+	}
+}
+
+// A task whose handler hangs past its lease at its last attempt is
+// dead-lettered by another process's claim, which writes the one ERROR
+// line of that dead letter (type, id, attempt, limit, cause) and runs its
+// hook once; the hung handler, failing at last, writes an INFO line only:
+// its outcome is thrown away.
+func TestExpiredLeaseDeadLetterLoggedOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	cfg := queue.Config{Prefix: redistest.Prefix(t), Lease: 300 * time.Millisecond, MaxAttempts: 1}
+	type process struct {
+		*bundle
+		logs capture
+		mu   sync.Mutex
+		hook []tasks.Info
+		errs []error
+	}
+	release, started := make(chan struct{}), make(chan struct{})
+	hang := func(context.Context, int) (int, error) {
+		close(started)
+		<-release // the context's end is ignored, as by a stuck call
+		return 0, errors.New("gave up late")
+	}
+	var procs [2]*process
+	for i := range procs {
+		p := &process{logs: newCapture()}
+		hook := func(_ context.Context, task tasks.Info, cause error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.hook, p.errs = append(p.hook, task), append(p.errs, cause)
+		}
+		p.bundle = setup(t, srv.Client(t), cfg, tasks.WithLogger(slog.New(p.logs)), tasks.WithDeadLetterHook(hook))
+		mustHandle(t, p.mux, "hangs", hang)
+		procs[i] = p
+	}
+	hung, other := procs[0], procs[1]
+	id := mustEnqueue(t, hung.client, "hangs", 1)
+	ran := make(chan error, 1)
+	go func() {
+		_, err := hung.job.Run(context.Background())
+		ran <- err
+	}()
+	<-started
+	time.Sleep(cfg.Lease) // past the lease, give or take the claim's trip
+	other.drive(t, "the hung task dead", func() bool {
+		d, err := other.q.Depth(context.Background())
+		return err == nil && d.Dead == 1
+	})
+	close(release)
+	<-ran
+
+	var lines []logged
+	for _, p := range procs {
+		for _, r := range p.logs.records() {
+			if r.level >= slog.LevelWarn {
+				lines = append(lines, r)
+			}
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d lines at WARN or above, want 1: %+v", len(lines), lines)
+	}
+	want := map[string]string{"task_type": "hangs", "task_id": id, "queue": other.q.Name(), "attempt": "1", "max_attempts": "1"}
+	for k, v := range want {
+		if got := lines[0].attrs[k]; got != v {
+			t.Errorf("dead letter's line %q: %s = %q, want %q", lines[0].msg, k, got, v)
+		}
+	}
+	if e := lines[0].attrs["error"]; lines[0].level != slog.LevelError || !strings.Contains(e, "lease expired at attempt 1 of 1") {
+		t.Errorf("dead letter's line at %v with error %q, want ERROR naming the expired lease", lines[0].level, e)
+	}
+	if recs := other.logs.records(); len(recs) != 1 {
+		t.Errorf("the claiming process wrote %+v, want its one line", recs)
+	}
+	late := 0
+	for _, r := range hung.logs.records() {
+		if r.level == slog.LevelInfo && r.attrs["task_id"] == id && strings.Contains(r.attrs["error"], "gave up late") {
+			late++
+		}
+	}
+	if late != 1 {
+		t.Errorf("the hung process wrote %+v, want one INFO line of its late failure", hung.logs.records())
+	}
+	hung.mu.Lock()
+	defer hung.mu.Unlock()
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(hung.hook) != 0 || len(other.hook) != 1 || other.hook[0].ID != id || other.hook[0].Type != "hangs" ||
+		!errors.Is(other.errs[0], queue.ErrLeaseLost) {
+		t.Errorf("hooks: the hung process's got %+v, the other's %+v %v; want the other's alone, once, with ErrLeaseLost", hung.hook, other.hook, other.errs)
 	}
 }

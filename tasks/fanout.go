@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
@@ -188,6 +189,7 @@ type running struct {
 	typ, priority        string
 	attempt, maxAttempts int
 	chain                *taskenv.Chain // nil: not a chain's step
+	leaseEnd             time.Time      // past it, the attempt's outcome is thrown away
 }
 
 type taskKey struct{}

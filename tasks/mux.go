@@ -177,6 +177,7 @@ func (m *Mux) Job(q *queue.Queue, cfg jobs.DrainConfig) (recruiter.Job, error) {
 	}
 	m.noteTypes(q)
 	st, run := qstore.Of(q), m.run
+	st.OnScriptDead(func(ctx context.Context, d qstore.ScriptDead) { m.reportScriptDead(ctx, st, d) })
 	return drain.New(q, func(ctx context.Context, it qstore.Item) ([]byte, *qstore.FollowUp, error) {
 		return m.traced(ctx, st, it, run) // trace.go
 	}, drain.Config{Batching: drain.Batching(cfg.Batching), Concurrency: cfg.Concurrency})
@@ -224,7 +225,7 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 		}
 	}
 	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID, typ: env.Type, priority: it.Priority,
-		attempt: it.Attempt, maxAttempts: it.MaxAttempts, chain: env.Chain}
+		attempt: it.Attempt, maxAttempts: it.MaxAttempts, chain: env.Chain, leaseEnd: it.Deadline}
 	if err != nil {
 		m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err)})
 		return nil, nil, err

@@ -68,6 +68,7 @@ func (q *Store) ClaimDetailed(ctx context.Context, n int) (Claimed, error) {
 	if err != nil {
 		return Claimed{}, q.wrap("claim", err)
 	}
+	reply = q.splitDead(ctx, reply)
 	if len(reply) < 3 {
 		return Claimed{}, q.wrap("claim", fmt.Errorf("%w: %d values", errUnexpectedScript, len(reply)))
 	}

@@ -28,7 +28,11 @@
 -- pending, never lost.
 -- When any leased item has a trace context (traces.lua), the reply ends
 -- with one more value after the lanes: the list of (index from 1, trace
--- context) pairs of those items.
+-- context) pairs of those items. When the call dead-lettered items (an
+-- expired lease at its last attempt, a pending id without a value), any
+-- reply ends with the list "dead", then id, value, attempt, limit, cause
+-- of each (reportDead in maintain.lua).
+-- KEYS[3] is passed to handBackExpired as values, for that list.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -46,10 +50,18 @@ end
 local anyParked = flags % 4 >= 2
 local weighted = flags >= 4
 dropExpired(KEYS[11], KEYS[12], now, n)
+local report = {'dead'}
 local recovered = handBackExpired({
   leases = KEYS[2], attempts = KEYS[4], pending = KEYS[1], dead = KEYS[7],
-  causes = KEYS[8], ready = KEYS[10], limits = KEYS[9],
+  causes = KEYS[8], ready = KEYS[10], limits = KEYS[9], values = KEYS[3], report = report,
 }, nowText, n, tonumber(ARGV[4]))
+-- withDead ends out with the dead letters' list, if the call made any.
+local function withDead(out)
+  if #report > 1 then
+    out[#out + 1] = report
+  end
+  return out
+end
 
 -- Nothing to claim: no claim number either, no write.
 local function idle()
@@ -66,7 +78,7 @@ local function idle()
   return true
 end
 if idle() then
-  return {deadline, promoted, recovered}
+  return withDead({deadline, promoted, recovered})
 end
 -- One claim number for the whole call: a token only has to differ from
 -- the item's earlier claims. INCR fails on a malformed counter before any
@@ -76,6 +88,7 @@ local deadlineText = tostring(deadline)
 local claim = newClaim({
   deadline = deadline, deadlineText = deadlineText, nowText = nowText, suffix = suffix,
   pin = ARGV[3], promoted = promoted, recovered = recovered, tombstones = tag .. ':tombstones',
+  report = report,
 }) -- lease.lua
 local looked = 0
 -- A healthy queue has nothing delayed or dead: then no lookups there.
@@ -97,7 +110,7 @@ if limitsOrTyped >= 2 or anyParked or weighted then
   if anyTraced then
     withTraces(out, tag, claim.got)
   end
-  return out
+  return withDead(out)
 end
 -- Malformed entries are looked at too, their places refilled once: at
 -- most 2n entries.
@@ -138,4 +151,4 @@ local out = claim.reply()
 if anyTraced then
   withTraces(out, tag, claim.got)
 end
-return out
+return withDead(out)

@@ -1,10 +1,12 @@
+-- needs: maintain
 -- The leases of one claim, for claim.lua and claimtyped.lua: which
 -- entries of pending it drops, what it leases and dead-letters, and its
 -- reply (claim.lua's header says its form).
 
 -- newClaim starts the claim of c: deadline (ms), deadlineText, nowText,
 -- suffix (the claim's "-number"), pin (the encoding pin), promoted and
--- recovered, tombstones (the canceled ids' set). It returns the claim:
+-- recovered, tombstones (the canceled ids' set), report (the list of the
+-- dead letters it makes: reportDead in maintain.lua). It returns the claim:
 -- got, how many it leased; tombstoned, whether it dropped a canceled
 -- item's tombstone; out, its reply; and its functions:
 --   admit(id, value, count, delayed, buried) says whether the entry is an
@@ -50,6 +52,7 @@ local function newClaim(c)
     causes[ndead + 1] = id
     causes[ndead + 2] = 'malformed: pending id has no stored value'
     ndead = ndead + 2
+    reportDead(c.report, id, nil, tonumber(count) or 0, 0, causes[ndead])
     return false
   end
 

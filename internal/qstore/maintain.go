@@ -16,12 +16,6 @@ var (
 	purgeScript   = newScript("purge")
 )
 
-// Tidy is Claim's tidying step on its own, for up to max expired leases,
-// the longest expired first: jobs.TidyStale's batch.
-func (q *Store) Tidy(ctx context.Context, max int) (n int, err error) {
-	return q.runCount(ctx, "tidy", tidyScript, q.k.tidyKeys, max, q.cfg.MaxAttempts)
-}
-
 // Promote is Claim's promoting step on its own, for up to max due items,
 // the earliest due first: jobs.PromoteDue's batch.
 func (q *Store) Promote(ctx context.Context, max int) (n int, err error) {

@@ -9,6 +9,19 @@
 -- Items with a priority go to its lane rather than to pending (see
 -- lanes.lua).
 
+-- reportDead adds to report a dead letter that a script made on its own:
+-- its id, value ('' without one), attempt, limit of attempts (0 when
+-- unknown) and cause. A claim's or Tidy's reply carries the list, headed
+-- "dead", to the Go code (qstore.ScriptDead), which logs each.
+local function reportDead(report, id, value, attempt, limit, cause)
+  local n = #report
+  report[n + 1] = id
+  report[n + 2] = value or ''
+  report[n + 3] = attempt
+  report[n + 4] = limit
+  report[n + 5] = cause
+end
+
 -- promoteDue moves the delayed items that are due (score <= now), the
 -- earliest due first, or, given ids, those delayed items as if they were
 -- due, to the tail of pending, marking them ready now.
@@ -35,8 +48,10 @@ end
 -- limits, else maxAttempts) is dead-lettered with a cause; the others go
 -- to the tail of pending, marked ready now. Each keeps its count of
 -- attempts; its token goes. k holds the keys: leases, attempts, pending,
--- dead, causes, ready, limits. Their places in their task types' limits
--- are freed (letGo in types.lua).
+-- dead, causes, ready, limits, values; and report, a list to which each
+-- dead letter adds its id, value, attempt, limit and cause (see
+-- reportDead), so that the caller's process can log it. Their places in
+-- their task types' limits are freed (letGo in types.lua).
 local function handBackExpired(k, nowText, max, maxAttempts)
   local ids = redis.call('ZRANGEBYSCORE', k.leases, '-inf', nowText, 'LIMIT', 0, max)
   if #ids == 0 then
@@ -52,7 +67,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
   if flags % 2 == 1 then
     limits = redis.call('HMGET', k.limits, unpack(ids))
   end
-  local back, ready, dead, deadIds, causes, counts = {}, {}, {}, {}, {}, {}
+  local back, ready, dead, deadIds, causes, counts, deadAt = {}, {}, {}, {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local count = string.match(fields[i] or '', '^%d+')
     local attempt = tonumber(count) or 0
@@ -65,6 +80,7 @@ local function handBackExpired(k, nowText, max, maxAttempts)
       dead[#dead + 1] = nowText
       dead[#dead + 1] = id
       deadIds[#deadIds + 1] = id
+      deadAt[#deadAt + 1] = {attempt, limit}
       causes[#causes + 1] = id
       causes[#causes + 1] = 'lease expired at attempt ' .. attempt .. ' of ' .. limit
     else
@@ -81,6 +97,10 @@ local function handBackExpired(k, nowText, max, maxAttempts)
     redis.call('ZADD', k.dead, unpack(dead))
     redis.call('HSET', k.causes, unpack(causes))
     redis.call('HDEL', k.ready, unpack(deadIds))
+    local values = redis.call('HMGET', k.values, unpack(deadIds))
+    for i, id in ipairs(deadIds) do
+      reportDead(k.report, id, values[i], deadAt[i][1], deadAt[i][2], causes[2 * i])
+    end
   end
   redis.call('ZREM', k.leases, unpack(ids))
   letGo(tag, ids, nil, flags % 4 >= 2)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,8 @@ type Store struct {
 	cfg  Config
 	k    keys
 	bell *wakeup.Bell // rung when an item becomes pending here
+	// onScriptDead gets the dead letters the scripts make (scriptdead.go).
+	onScriptDead atomic.Pointer[func(context.Context, ScriptDead)]
 }
 
 // Of returns the store of q, a *queue.Queue: how jobs' Drain and package
@@ -134,7 +137,7 @@ func newKeys(prefix, name string) keys {
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
 	k.extendKeys = []string{k.leases, k.attempts}
 	k.settleKeys = []string{k.leases, k.values, k.attempts, k.ready, k.causes, k.delayed, k.dead, k.waiting, k.results, k.expiring, k.limits, k.pending}
-	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits}
+	k.tidyKeys = []string{k.leases, k.attempts, k.pending, k.dead, k.causes, k.ready, k.results, k.expiring, k.limits, k.values}
 	k.promoteKeys = []string{k.delayed, k.pending, k.ready}
 	k.requeueKeys = []string{k.dead, k.pending, k.attempts, k.causes, k.ready}
 	k.purgeKeys = append([]string{k.dead}, k.itemHashes()...)
