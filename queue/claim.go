@@ -30,7 +30,9 @@ type Item struct {
 	Priority string
 	// Trace is the trace context of the enqueue that made the item (a W3C
 	// traceparent), which package tasks stores so that a task's run links
-	// to its enqueue; "" when it has none.
+	// to its enqueue; "" when it has none. A fan-out's final item's is
+	// followed by its children's runs' contexts, each after a space (after
+	// a space even when the item has no context of its own).
 	Trace string
 }
 

@@ -179,8 +179,10 @@
 //	                  list, until a claim meets them
 //	…:trace:ID        hash "tp" → the trace context (W3C traceparent) of
 //	                  item ID's enqueue (package tasks), which claims return as
-//	                  Item.Trace; deleted with its ack, cancel or purge,
-//	                  and expiring 7 days past its due time in any case
+//	                  Item.Trace, and for a join's final item "links" →
+//	                  its children's runs' contexts; deleted with its ack,
+//	                  cancel or purge, and expiring 7 days past its due
+//	                  time (or the last child's run) in any case
 //	…:traced          exists while any item may have a trace context,
 //	                  outliving them all: a queue never traced looks none up
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -23,7 +24,9 @@ import (
 // see internal/qstore's tracectx.go); each run is a CONSUMER span, a
 // child of the recruitment whose slice ran it, linked to the enqueue, or,
 // for a chain's next step, to the run of the step before, whose context
-// the ack stores with the follow-up.
+// the ack stores with the follow-up, and for a fan-out's final step also
+// to its children's runs, whose contexts each child's run keeps with the
+// final item (one round trip more per child, with tracing on).
 
 // WithTracerProvider sets the provider of the tracer of a [Client]'s
 // enqueue spans and of a [Mux]'s run spans (see
@@ -162,8 +165,14 @@ func (m *Mux) traced(ctx context.Context, st *qstore.Store, it qstore.Item, run 
 		}
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
-	if sc := decodeTrace(it.Trace); sc.IsValid() {
+	enqueued, children := qstore.SplitTrace(it.Trace)
+	if sc := decodeTrace(enqueued); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	for _, child := range children { // a fan-out's final step
+		if sc := decodeTrace(child); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+		}
 	}
 	ctx, span := tracer.Start(ctx, telemetry.SpanTaskProcess+" "+st.Name(), opts...)
 	returned := false
@@ -176,6 +185,13 @@ func (m *Mux) traced(ctx context.Context, st *qstore.Store, it qstore.Item, run 
 	returned = true
 	if next != nil {
 		next.Trace = encodeTrace(span.SpanContext())
+	}
+	if err == nil && st != nil && strings.Contains(it.ID, ".") {
+		// A fan-out's child: its run is kept for the final step's links,
+		// best effort (its trace only is at stake).
+		if kerr := st.KeepChildTrace(ctx, it.ID, encodeTrace(span.SpanContext())); kerr != nil {
+			span.AddEvent("the run's context was not kept for the fan-out's final step", trace.WithAttributes(attribute.String("error", kerr.Error())))
+		}
 	}
 	endSpan(span, err)
 	return result, next, err

@@ -1,8 +1,10 @@
 package tasks_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -269,8 +271,9 @@ func TestTraceContextStoredOnlyWhenTraced(t *testing.T) {
 	}
 }
 
-// A fan-out is one PRODUCER span; its children's runs and its final
-// step's link to it.
+// A fan-out is one PRODUCER span; its children's runs link to it, and
+// its final step's run to it and to each child's run. Once the final
+// step is acked, its trace key is gone.
 func TestFanOutInTheTraces(t *testing.T) {
 	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
@@ -298,16 +301,38 @@ func TestFanOutInTheTraces(t *testing.T) {
 			wantMessaging(t, s, trace.SpanKindProducer, "send", b.q.Name(), id)
 		}
 	}
+	var children []trace.SpanID
+	var final sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
 		if s.SpanKind() != trace.SpanKindConsumer {
 			continue
 		}
-		runs[attrOf(s, telemetry.AttrTaskType)]++
-		if links := s.Links(); len(links) != 1 || links[0].SpanContext.SpanID() != send.SpanID() || links[0].SpanContext.TraceID() != send.TraceID() {
+		typ := attrOf(s, telemetry.AttrTaskType)
+		runs[typ]++
+		links := s.Links()
+		if typ == "total" {
+			final = s
+			continue
+		}
+		children = append(children, s.SpanContext().SpanID())
+		if len(links) != 1 || links[0].SpanContext.SpanID() != send.SpanID() || links[0].SpanContext.TraceID() != send.TraceID() {
 			t.Errorf("run of %s links to %v, want the fan-out's enqueue %v", attrOf(s, "messaging.message.id"), links, send)
 		}
 	}
 	if runs["part"] != 2 || runs["total"] != 1 {
 		t.Fatalf("runs by type %v, want 2 part and 1 total", runs)
+	}
+	var linked []trace.SpanID
+	for _, l := range final.Links() {
+		linked = append(linked, l.SpanContext.SpanID())
+	}
+	want := append([]trace.SpanID{send.SpanID()}, children...)
+	slices.SortFunc(linked[1:], func(a, b trace.SpanID) int { return bytes.Compare(a[:], b[:]) })
+	slices.SortFunc(want[1:], func(a, b trace.SpanID) int { return bytes.Compare(a[:], b[:]) })
+	if !slices.Equal(linked, want) {
+		t.Errorf("the final step links to %v, want the enqueue, then its children's runs: %v", linked, want)
+	}
+	if n, err := b.rdb.Exists(ctx, "{"+b.q.Config().Prefix+":q:"+b.q.Name()+"}:trace:"+id).Result(); n != 0 || err != nil {
+		t.Errorf("the final step's trace key is left after its ack: %d, %v", n, err)
 	}
 }

@@ -25,7 +25,7 @@ type Item struct {
 	Deadline    time.Time // when the lease ends, by Redis's clock
 	Token       string    // "attempt-number", never empty
 	Priority    string    // the lane it was claimed from: DefaultPriority unless it was enqueued with another
-	Trace       string    // the enqueue's trace context, if it had one (tracectx.go)
+	Trace       string    // the enqueue's trace context, if it had one, then a join's final item's children's runs' (tracectx.go: SplitTrace)
 }
 
 func checkCount(what string, n int) error {

@@ -18,7 +18,18 @@ end
 
 -- The commands are those a worker's least-privilege ACL grants already
 -- (docs/redis.md): each trace key is a hash of one field, "tp", which
--- HSET writes, HGET reads, and HDEL deletes with its key.
+-- HSET writes, HMGET reads, and HDEL deletes with its key; a join's
+-- final item's has a second, "links", its children's runs' contexts.
+
+-- markTraced makes the queue's marker (tag..':traced') live at least ttl
+-- ms more.
+local function markTraced(tag, ttl)
+  local marker = tag .. ':traced'
+  if redis.call('PTTL', marker) < ttl then
+    redis.call('HSET', marker, 'tp', '1')
+    redis.call('PEXPIRE', marker, ttl)
+  end
+end
 
 -- writeTraces stores ctx as the trace context of each of ids, due in
 -- delay ms.
@@ -29,17 +40,13 @@ local function writeTraces(tag, ids, ctx, delay)
     redis.call('HSET', key, 'tp', ctx)
     redis.call('PEXPIRE', key, ttl)
   end
-  local marker = tag .. ':traced'
-  if redis.call('PTTL', marker) < ttl then
-    redis.call('HSET', marker, 'tp', '1')
-    redis.call('PEXPIRE', marker, ttl)
-  end
+  markTraced(tag, ttl)
 end
 
 -- dropTraces deletes the trace contexts of ids, if they have any.
 local function dropTraces(tag, ids)
   for _, id in ipairs(ids) do
-    redis.call('HDEL', traceKey(tag, id), 'tp')
+    redis.call('HDEL', traceKey(tag, id), 'tp', 'links')
   end
 end
 
@@ -51,11 +58,17 @@ end
 
 -- withTraces appends to a claim's reply of got items (claim.lua says its
 -- form) the list of (index from 1, trace context) pairs of those that
--- have one, when any has.
+-- have one, when any has. A join's final item's context is followed by
+-- its children's runs' (childtrace.lua), space-separated, after a space
+-- even when it has none of its own.
 local function withTraces(out, tag, got)
   local traced, nt = {}, 0
   for n = 1, got do
-    local ctx = redis.call('HGET', traceKey(tag, out[4 + 3 * n]), 'tp')
+    local kept = redis.call('HMGET', traceKey(tag, out[4 + 3 * n]), 'tp', 'links')
+    local ctx = kept[1]
+    if kept[2] then -- a join's final item: its children's runs follow
+      ctx = (ctx or '') .. ' ' .. kept[2]
+    end
     if ctx then
       traced[nt + 1] = n
       traced[nt + 2] = ctx
