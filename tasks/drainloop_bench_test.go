@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/jobs"
 	"github.com/worksteal/worksteal/queue"
@@ -27,22 +29,30 @@ type loopArgs struct {
 // typed tasks enqueued first, then one loop running the Mux's job's slices
 // back to back (50ms budget, DrainConfig{Concurrency: workers}), timed
 // from its start to the end of the last handler. "noop" handlers return at
-// once, "wait50ms" ones sleep 50ms. items/s is the peers' figure;
-// redis-µs/item what Redis spent in scripts per task (INFO commandstats).
+// once, "wait50ms" ones sleep 50ms; "noop-1-traced" is noop-1 with an
+// OpenTelemetry SDK tracer provider (every span sampled, none exported)
+// on the Client and the Mux. items/s is the peers' figure; redis-µs/item
+// what Redis spent in scripts per task (INFO commandstats).
 func BenchmarkDrainLoop(b *testing.B) {
 	for _, v := range []struct {
 		name    string
 		workers int
 		wait    time.Duration
+		traced  bool
 	}{
-		{"noop-1", 1, 0},
-		{"noop-8", 8, 0},
-		{"wait50ms-8", 8, 50 * time.Millisecond},
+		{"noop-1", 1, 0, false},
+		{"noop-1-traced", 1, 0, true},
+		{"noop-8", 8, 0, false},
+		{"wait50ms-8", 8, 50 * time.Millisecond, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			srv := redistest.Start(b)
 			q := newQueue(b, srv.Client(b), "bench", queue.Config{})
-			c, err := tasks.NewClient(q)
+			var opts []tasks.Option
+			if v.traced {
+				opts = append(opts, tasks.WithTracerProvider(sdktrace.NewTracerProvider()))
+			}
+			c, err := tasks.NewClient(q, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -59,7 +69,7 @@ func BenchmarkDrainLoop(b *testing.B) {
 			}
 			seen := make([]atomic.Int32, b.N)
 			var unique, last atomic.Int64
-			mux := tasks.NewMux()
+			mux := tasks.NewMux(opts...)
 			if err := handle(mux, "loop", func(ctx context.Context, a loopArgs) (struct{}, error) {
 				if v.wait > 0 {
 					t := time.NewTimer(v.wait)

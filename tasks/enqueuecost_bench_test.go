@@ -3,11 +3,13 @@ package tasks_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
@@ -23,7 +25,9 @@ import (
 // tasks.Enqueue does (the envelope of addArgs). "with" is EnqueueWith
 // without options, "+unique" a key of its own per task (the lock is taken
 // every time), "+delay" an hour, "+attempts" 3, "+priority" a priority
-// with a weight; "many-100" is EnqueueMany of 100 tasks at a time. Every
+// with a weight; "many-100" is EnqueueMany of 100 tasks at a time;
+// "+traced" a Client with an OpenTelemetry SDK tracer provider (every
+// span sampled, none exported), whose enqueue stores a trace context. Every
 // figure is per task; ns/op is wall time over all goroutines, so 1e9 over
 // it is tasks per second.
 func BenchmarkEnqueueRedisTime(b *testing.B) {
@@ -43,6 +47,10 @@ func BenchmarkEnqueueRedisTime(b *testing.B) {
 			return err
 		}
 	}
+	enqueueTask := func(ctx context.Context, e env, _ int64, _ int) error {
+		_, err := enqueue(ctx, e.c, "add", args)
+		return err
+	}
 	for _, v := range []struct {
 		name  string
 		batch int // tasks per call
@@ -60,10 +68,8 @@ func BenchmarkEnqueueRedisTime(b *testing.B) {
 		{"queue.EnqueueWith+delay", 1, with(func(int64) queue.EnqueueOptions { return queue.EnqueueOptions{Delay: time.Hour} })},
 		{"queue.EnqueueWith+attempts", 1, with(func(int64) queue.EnqueueOptions { return queue.EnqueueOptions{MaxAttempts: 3} })},
 		{"queue.EnqueueWith+priority", 1, with(func(int64) queue.EnqueueOptions { return queue.EnqueueOptions{Priority: "high"} })},
-		{"tasks.Enqueue", 1, func(ctx context.Context, e env, _ int64, _ int) error {
-			_, err := enqueue(ctx, e.c, "add", args)
-			return err
-		}},
+		{"tasks.Enqueue", 1, enqueueTask},
+		{"tasks.Enqueue+traced", 1, enqueueTask},
 		{"tasks.EnqueueMany-100", 100, func(ctx context.Context, e env, _ int64, n int) error {
 			batch := make([]addArgs, n)
 			for i := range batch {
@@ -80,7 +86,11 @@ func BenchmarkEnqueueRedisTime(b *testing.B) {
 			rdb := redis.NewClient(opts)
 			b.Cleanup(func() { _ = rdb.Close() })
 			q := newQueue(b, rdb, "bench", queue.Config{})
-			c, err := tasks.NewClient(q)
+			var tracing []tasks.Option
+			if strings.HasSuffix(v.name, "+traced") {
+				tracing = append(tracing, tasks.WithTracerProvider(sdktrace.NewTracerProvider()))
+			}
+			c, err := tasks.NewClient(q, tracing...)
 			if err != nil {
 				b.Fatal(err)
 			}
