@@ -110,11 +110,11 @@ func (m *Mux) logFailures(next Handler) Handler {
 	}
 }
 
-// pastLease reports whether t's lease has ended, so that the queue
-// throws its outcome away: a claim or Tidy hands the task back, or
+// pastLease reports whether t's lease has surely ended, so that the
+// queue throws its outcome away: a claim or Tidy hands the task back, or
 // dead-letters it and reports that (see [Mux.reportScriptDead]).
 func (t *running) pastLease() bool {
-	return !t.leaseEnd.IsZero() && !time.Now().Before(t.leaseEnd)
+	return !t.leaseGone.IsZero() && !time.Now().Before(t.leaseGone)
 }
 
 // dies reports whether the queue dead-letters the task when its attempt

@@ -189,7 +189,7 @@ type running struct {
 	typ, priority        string
 	attempt, maxAttempts int
 	chain                *taskenv.Chain // nil: not a chain's step
-	leaseEnd             time.Time      // past it, the attempt's outcome is thrown away
+	leaseGone            time.Time      // past it, the attempt's outcome is thrown away (drain.LeaseGone)
 }
 
 type taskKey struct{}

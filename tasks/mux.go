@@ -225,7 +225,8 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 		}
 	}
 	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID, typ: env.Type, priority: it.Priority,
-		attempt: it.Attempt, maxAttempts: it.MaxAttempts, chain: env.Chain, leaseEnd: it.Deadline}
+		attempt: it.Attempt, maxAttempts: it.MaxAttempts, chain: env.Chain}
+	t.leaseGone, _ = drain.LeaseGone(ctx)
 	if err != nil {
 		m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err)})
 		return nil, nil, err

@@ -111,6 +111,9 @@ type drainBatch struct {
 	// Redis's TIME up), so counted from then the end is never later than
 	// Redis's, whatever the skew.
 	leaseEnd time.Time
+	// leaseGone is when the leases have surely ended, by this process's
+	// clock: counted from the claim's reply, since they began before it.
+	leaseGone time.Time
 	// watch keeps canceled items from starting, and ends the contexts of
 	// running ones (see cancelWatch).
 	watch *cancelWatch
@@ -282,12 +285,14 @@ func (j *drainJob) step(ctx context.Context, outcomes []qstore.Settlement, n int
 	if n > 0 {
 		began := time.Now()
 		claimed, err := j.claim(ctx, n)
-		r.rtt = max(r.rtt, time.Since(began))
+		returned := time.Now()
+		r.rtt = max(r.rtt, returned.Sub(began))
 		if r.err = err; err == nil {
 			r.next = &drainBatch{
-				items:    claimed.Items,
-				full:     len(claimed.Items) == n || claimed.More,
-				leaseEnd: began.Add(j.q.Config().Lease),
+				items:     claimed.Items,
+				full:      len(claimed.Items) == n || claimed.More,
+				leaseEnd:  began.Add(j.q.Config().Lease),
+				leaseGone: returned.Add(j.q.Config().Lease),
 				// The claim found the items not canceled no sooner than began.
 				watch: j.watchCancels(ctx, claimed.Items, began),
 			}
@@ -403,6 +408,7 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, batch *drainBatch)
 	// the margin changes only between batches.
 	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), leaseEnd.Add(-j.leaseMargin(s)))
 	defer cancel()
+	hctx = context.WithValue(hctx, leaseGoneKey{}, batch.leaseGone)
 	var (
 		mu      sync.Mutex // guards s and next
 		next    int        // items[:next] are started
@@ -588,3 +594,14 @@ func (j *drainJob) settle(ctx context.Context, outcomes []qstore.Settlement) (in
 }
 
 func (j *drainJob) wrap(err error) error { return fmt.Errorf("jobs: %s: %w", j.name, err) }
+
+type leaseGoneKey struct{}
+
+// LeaseGone returns when the lease of the item whose handler's context is
+// ctx has surely ended, by this process's clock, and true; false outside
+// a Drain handler. An outcome settled after it is thrown away: a claim or
+// Tidy hands the item back, or dead-letters it.
+func LeaseGone(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(leaseGoneKey{}).(time.Time)
+	return t, ok
+}
