@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -41,6 +40,11 @@ const (
 	// time (internal/qstore/traces.lua).
 	traceKeep = 7 * 24 * time.Hour
 )
+
+// batching is both releases' Mux jobs': a RedisTimeout well above the
+// default 250ms, which a claim under -race on a loaded machine can pass,
+// its reply lost and its batch leased until the lease ends.
+var batching = jobs.Batching{Batch: 8, RedisTimeout: 2 * time.Second}
 
 // previousSpec is what a previous-release process does (the driver's spec).
 type previousSpec struct {
@@ -108,6 +112,7 @@ type run struct {
 	typ     string
 	n       int // its number among the task's runs, in every release
 	attempt int // as this release's tasks.InfoFrom says (0: the previous release's, which cannot know)
+	at      time.Time
 }
 
 // rig is the test's Redis, queue and this release's side.
@@ -121,6 +126,9 @@ type rig struct {
 	spans  *tracetest.InMemoryExporter
 	bin    string // the previous release's driver
 	dir    string
+	logger *slog.Logger
+
+	lostLeases int // runs an attempt late (checkAttempt)
 
 	mu   sync.Mutex
 	runs []string // this release's run lines, as the driver writes its own
@@ -149,7 +157,18 @@ func newRig(t *testing.T) *rig {
 	if r.client, err = tasks.NewClient(r.q, tasks.WithTracerProvider(tp)); err != nil {
 		t.Fatal(err)
 	}
-	r.mux = tasks.NewMux(tasks.WithTracerProvider(tp), tasks.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	// This release's logs, as the previous release's go to its .out
+	// files: what a failure prints.
+	logFile, err := os.Create(filepath.Join(r.dir, "this.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	// One handler: it serializes its writes, and those of the mux's and
+	// the recruiter's loggers derived from it.
+	r.logger = slog.New(slog.NewTextHandler(logFile, nil))
+	t.Cleanup(func() { r.printLogsOnFailure(t) })
+	r.mux = tasks.NewMux(tasks.WithTracerProvider(tp), tasks.WithLogger(r.logger))
 	r.handle()
 	return r
 }
@@ -165,7 +184,7 @@ func (r *rig) handle() {
 		}
 		info, _ := tasks.InfoFrom(ctx)
 		r.mu.Lock()
-		r.runs = append(r.runs, fmt.Sprintf("R this %s %s %d %d", typ, a.K, n, info.Attempt))
+		r.runs = append(r.runs, fmt.Sprintf("R this %s %s %d %d %d", typ, a.K, n, info.Attempt, time.Now().UnixMilli()))
 		r.mu.Unlock()
 		if n > 1 || a.Mode == "" {
 			return nil
@@ -304,11 +323,11 @@ func (r *rig) startPrevious(ctx context.Context, name string, s previousSpec) <-
 // leased ("idle") or nothing delayed either ("empty").
 func (r *rig) runThis(ctx context.Context, until string) error {
 	rec, err := recruiter.New(r.rdb, recruiter.Config{Prefix: prefix, Inline: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: r.logger})
 	if err != nil {
 		return err
 	}
-	job, err := r.mux.Job(r.q, jobs.DrainConfig{Batching: jobs.Batching{Batch: 8}})
+	job, err := r.mux.Job(r.q, jobs.DrainConfig{Batching: batching})
 	if err != nil {
 		return err
 	}
@@ -361,15 +380,16 @@ func (r *rig) runsByK(logs ...string) map[string][]run {
 		if len(f) == 0 || f[0] != "R" {
 			continue
 		}
-		if len(f) != 6 {
+		if len(f) != 7 {
 			r.t.Fatalf("run line %q", l)
 		}
 		n, err1 := strconv.Atoi(f[4])
 		a, err2 := strconv.Atoi(f[5])
-		if err1 != nil || err2 != nil {
+		ms, err3 := strconv.ParseInt(f[6], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
 			r.t.Fatalf("run line %q", l)
 		}
-		byK[f[3]] = append(byK[f[3]], run{release: f[1], typ: f[2], n: n, attempt: a})
+		byK[f[3]] = append(byK[f[3]], run{release: f[1], typ: f[2], n: n, attempt: a, at: time.UnixMilli(ms)})
 	}
 	for _, rs := range byK {
 		slices.SortFunc(rs, func(a, b run) int { return a.n - b.n })
@@ -406,3 +426,18 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return lines
 }
+
+// printLogsOnFailure prints the logs of both releases' recruiters and
+// muxes when the test failed.
+func (r *rig) printLogsOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	outs, _ := filepath.Glob(filepath.Join(r.dir, "*.out"))
+	for _, out := range outs {
+		data, _ := os.ReadFile(out)
+		t.Logf("%s:\n%s", filepath.Base(out), tail(data, 8192))
+	}
+}
+
+func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }

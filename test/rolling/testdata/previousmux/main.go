@@ -163,7 +163,7 @@ func run(ctx context.Context, rdb *redis.Client, q *queue.Queue, s spec, line fu
 		if err != nil {
 			return err
 		}
-		line("R previous %s %s %d 0\n", typ, a.K, n)
+		line("R previous %s %s %d 0 %d\n", typ, a.K, n, time.Now().UnixMilli())
 		if n == 1 && a.Mode != "" {
 			return fmt.Errorf("%s (%s): %w", a.K, a.Mode, errFirstRun)
 		}
@@ -208,7 +208,8 @@ func run(ctx context.Context, rdb *redis.Client, q *queue.Queue, s spec, line fu
 	if err != nil {
 		return err
 	}
-	job, err := mux.Job(q, jobs.DrainConfig{Batching: jobs.Batching{Batch: 8}})
+	// rolling_test.go's batching.
+	job, err := mux.Job(q, jobs.DrainConfig{Batching: jobs.Batching{Batch: 8, RedisTimeout: 2 * time.Second}})
 	if err != nil {
 		return err
 	}
