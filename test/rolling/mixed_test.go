@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestPreviousReleaseMuxBesideThisOne(t *testing.T) {
 		done := r.startPrevious(ctx, "c-previous", previousSpec{Do: "run", Until: "empty"})
 		// This release, in-process, claims faster than the previous one
 		// starts: it waits for the previous release's first run.
-		log := r.dir + "/c-previous.log"
+		log := filepath.Join(r.dir, "c-previous.log")
 		testrig.Eventually(t, 30*time.Second, "the previous release's first run", func() bool {
 			data, _ := os.ReadFile(log)
 			return strings.Contains(string(data), "R ")
