@@ -44,12 +44,13 @@ var (
 // (errors.Join), each wrapping [ErrRedisUnreachable], [ErrRedisDenied] or
 // [ErrRedisEvicts] and naming what is wrong: the address and the dial's
 // error, the command and the scripts that call it, the policy. It returns
-// within [Config].RedisTimeout, or ctx's deadline if sooner. The ACL part
+// within [Config].RedisTimeout, or ctx's deadline if sooner (on a server
+// that accepts the dial but hangs, with go-redis's ContextTimeoutEnabled:
+// docs/redis.md#timeouts). The ACL part
 // needs Redis 7 or later (redis.acl_check_cmd); against 6.2 it is left out.
 //
 // Check writes nothing: each command is tried with redis.acl_check_cmd in
-// one read-only script, not run. A queue's scripts are not covered: a
-// queue's own calls report a refusal by name.
+// one read-only script, not run. A queue's scripts are not covered.
 //
 // Do not gate a readiness probe on it, nor on Redis at all: stolen work
 // is optional, and a Redis outage must not take the fleet out of its load
@@ -182,19 +183,20 @@ func (r *Recruiter) checkACL(ctx context.Context, c redis.Scripter, where string
 	case isDenied(err):
 		return fmt.Errorf("%w%s: EVALSHA or EVAL, with which the recruiter runs its scripts: %w; grant +evalsha +eval (docs/redis.md#acl-permissions)", ErrRedisDenied, where, err)
 	case err != nil:
-		return fmt.Errorf("%w%s: the ACL check's script: %w", ErrRedisUnreachable, where, r.late(err))
+		return fmt.Errorf("%w%s: %w", ErrRedisUnreachable, where, r.late(err)) // WRONGPASS, NOAUTH, a timeout
 	}
 	denied, _ := reply.([]any)
 	if len(denied) == 0 {
 		return nil
 	}
-	var lacks []string
+	var lacks, grant []string
 	for _, d := range denied {
 		cmd := fmt.Sprint(d)
 		lacks = append(lacks, fmt.Sprintf("%s (%s)", cmd, strings.Join(uses[cmd], ", ")))
+		grant = append(grant, "+"+cmd)
 	}
-	return fmt.Errorf("%w%s: the user may not run %s on %s; grant them, and keys %s:*, as docs/redis.md#acl-permissions shows",
-		ErrRedisDenied, where, strings.Join(lacks, ", "), key, r.cfg.Prefix)
+	return fmt.Errorf("%w%s: the user may not run %s on %s; grant %s on keys %s:* (docs/redis.md#acl-permissions)",
+		ErrRedisDenied, where, strings.Join(lacks, ", "), key, strings.Join(grant, " "), r.cfg.Prefix)
 }
 
 // isDenied reports an ACL refusal.

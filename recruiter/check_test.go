@@ -72,6 +72,23 @@ func TestCheckRefusedDial(t *testing.T) {
 	t.Logf("%v in %v", err, took)
 }
 
+// TestCheckWrongPassword: refused credentials are named, as unreachable.
+func TestCheckWrongPassword(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	aclClient(t, srv, recruiterCommands)
+	o := srv.Options()
+	o.Username, o.Password, o.DisableIdentity = "checked", "wrong", true
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { rdb.Close() })
+	rec := newRecruiter(t, rdb, recruiter.Config{}, nil)
+	err := rec.Check(context.Background())
+	t.Log(err)
+	if !errors.Is(err, recruiter.ErrRedisUnreachable) || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("Check = %v, want ErrRedisUnreachable naming WRONGPASS", err)
+	}
+}
+
 // TestCheckUnansweredWithinTimeout: a server that accepts the dial but
 // never answers (paused) makes Check return within RedisTimeout plus a
 // margin for a loaded machine, naming the timeout.
@@ -114,6 +131,7 @@ func TestCheckACLMissingCommand(t *testing.T) {
 	lacking := aclClient(t, srv, strings.Replace(recruiterCommands, " +hdel", "", 1))
 	rec = newRecruiter(t, lacking, recruiter.Config{Prefix: "worksteal"}, nil)
 	err := rec.Check(ctx)
+	t.Log(err)
 	if !errors.Is(err, recruiter.ErrRedisDenied) {
 		t.Fatalf("Check without +hdel = %v, want ErrRedisDenied", err)
 	}
@@ -128,7 +146,9 @@ func TestCheckACLMissingCommand(t *testing.T) {
 
 	noEval := aclClient(t, srv, strings.Replace(recruiterCommands, "+evalsha +eval ", "", 1))
 	rec = newRecruiter(t, noEval, recruiter.Config{Prefix: "worksteal"}, nil)
-	if err := rec.Check(ctx); !errors.Is(err, recruiter.ErrRedisDenied) || !strings.Contains(err.Error(), "evalsha") {
+	err = rec.Check(ctx)
+	t.Log(err)
+	if !errors.Is(err, recruiter.ErrRedisDenied) || !strings.Contains(err.Error(), "evalsha") {
 		t.Fatalf("Check without +evalsha +eval = %v, want ErrRedisDenied naming evalsha", err)
 	}
 	if n := srv.Client(t).DBSize(ctx).Val(); n != 0 {
@@ -143,6 +163,7 @@ func TestCheckEvictingPolicy(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	rec := newRecruiter(t, srv.Client(t), recruiter.Config{}, nil)
 	err := rec.Check(context.Background())
+	t.Log(err)
 	if !errors.Is(err, recruiter.ErrRedisEvicts) || !strings.Contains(err.Error(), "allkeys-lru") {
 		t.Fatalf("Check = %v, want ErrRedisEvicts naming allkeys-lru", err)
 	}
