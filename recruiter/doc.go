@@ -41,6 +41,17 @@
 // alive while it runs; one still running at twice the lock's TTL is hung:
 // its slot is freed, and its job stays taken until it returns.
 //
+// # Start-up
+//
+// [New] does not dial Redis. A service calls [Recruiter.Check] at
+// start-up and logs its error, which names each problem: no connection
+// (the address and the dial's or the server's error), a command or script
+// the ACL user may not run, an evicting maxmemory-policy. It must not
+// gate the service's readiness on it, nor on Redis: stolen work is
+// optional, and a Redis outage must not take the fleet out of its load
+// balancer. Afterwards the breaker says whether Redis answers
+// ([Stats].BreakerOpen, the worksteal.breaker.open metric, the dashboard).
+//
 // # Execution
 //
 // Slices run in the background by default (the caller returns at once,

@@ -59,6 +59,9 @@ type roster struct {
 // goroutine of its own, the pace timer, which sleeps until a job's planned
 // visit is due and no enlistment made it (see [Config].TrafficOnly), and
 // reads the server's eviction policy; call [Recruiter.Shutdown] when done.
+// New does not dial Redis: a wrong address, password, ACL grant or
+// eviction policy shows only in the log once jobs run; call
+// [Recruiter.Check] at start-up to learn of it at once.
 func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: the Redis client is nil", ErrInvalidConfig)

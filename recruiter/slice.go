@@ -277,6 +277,12 @@ func (r *Recruiter) redisAnswers(ctx context.Context, e *entry) bool {
 // redisFailed counts a failed Redis call towards the breaker and logs it.
 func (r *Recruiter) redisFailed(ctx context.Context, e *entry, err error) {
 	heal.Notice(r.rdb, err) // a ClusterClient whose master died finds its replica
+	if r.breaker.failures.Load() == 0 {
+		// The first failure in a row: its warning names the cause
+		// (a refused dial hides behind the deadline), at the cost of one
+		// dial per outage.
+		err = r.explain(ctx, err)
+	}
 	log := r.cfg.Logger.With(slog.String("job", e.name), slog.Any("error", err))
 	if r.breaker.fail(r.now()) {
 		log.WarnContext(ctx, "worksteal: Redis failing; recruitment paused", slog.Duration("for", r.cfg.BreakerCooldown))

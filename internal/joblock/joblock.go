@@ -26,6 +26,10 @@ var (
 	pauseScript = redis.NewScript(pauseSource)
 )
 
+// PauseSource is pause.lua's text: the recruiter's start-up check reads
+// the commands it calls.
+func PauseSource() string { return pauseSource }
+
 // Pause pauses the job whose lock is key for d, fleet-wide; d == 0
 // resumes it. d is at most PauseMax: the caller checks it.
 func Pause(ctx context.Context, rdb redis.Scripter, key string, d time.Duration) error {
