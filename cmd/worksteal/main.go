@@ -5,6 +5,7 @@
 // acts through package inspect, as the dashboard does.
 //
 //	go install github.com/worksteal/worksteal/cmd/worksteal@latest
+//	cd cmd/worksteal && go install .   # from a checkout: a module of its own
 //	worksteal --redis redis://ops:PASSWORD@redis:6379 stats
 //	worksteal dead list mail
 //	worksteal dead retry mail --all
@@ -19,8 +20,10 @@
 //	0  done
 //	1  Redis failed or refused (a network error, a timeout)
 //	2  bad usage: an unknown command or flag, a malformed argument
-//	3  not found: an unknown queue, job or item
-//	4  permission denied: the ACL user lacks a grant (NOPERM)
+//	3  not found: an unknown queue, job or item; an id that dead retry or
+//	   dead purge finds no dead letter of the queue (the others are done)
+//	4  permission denied: the ACL user lacks a grant (NOPERM); the
+//	   message names the command, or the action's writes, and the grant
 //	5  nothing under the prefix: no queues or jobs (is --prefix right?)
 //
 // It lives in a module of its own, so that the library's users never
