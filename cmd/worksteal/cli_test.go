@@ -140,7 +140,7 @@ func TestDeadListRetryPurge(t *testing.T) {
 	// An id that is no dead letter: the others are done, and it is named
 	// with exit 3.
 	out, errOut, code := f.cli(t, "dead", "purge", "mail", f.dead[1], "nosuch", "--json")
-	if err := json.Unmarshal([]byte(out), &act); err != nil || code != exitNotFound || !strings.Contains(errOut, "nosuch (not found)") {
+	if err := json.Unmarshal([]byte(out), &act); err != nil || code != exitNotFound || !strings.Contains(errOut, "(1 of 2 ids; the others were done): nosuch (not found)") {
 		t.Fatalf("dead purge of a dead letter and nosuch: exit %d, stderr %q, stdout %q (%v)", code, errOut, out, err)
 	}
 	if act.Queue != "mail" || act.Action != "purge" || act.Count != 1 {

@@ -288,6 +288,7 @@ func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
 		return usagef("dead %s takes QUEUE and ids, or QUEUE --all", verb)
 	}
 	queue, ids := args[0], args[1:]
+	given := len(ids)
 	var n int
 	var missing []string
 	switch {
@@ -319,8 +320,12 @@ func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
 	if len(missing) > 0 {
 		defer func() {
 			if err == nil {
-				err = fmt.Errorf("%w: dead %s %s: %d of the ids are no dead letter of %s, the others were done: %s",
-					inspect.ErrNotFound, verb, queue, len(missing), queue, strings.Join(missing, ", "))
+				others := ""
+				if len(missing) < given {
+					others = fmt.Sprintf(" (%d of %d ids; the others were done)", len(missing), given)
+				}
+				err = fmt.Errorf("%w: dead %s %s: no dead letter of %s%s: %s",
+					inspect.ErrNotFound, verb, queue, queue, others, strings.Join(missing, ", "))
 			}
 		}()
 	}
