@@ -8,6 +8,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -94,10 +95,13 @@ func batchJob(name string, cfg Batching, step func(ctx context.Context, max int)
 // batchedJob is the job of BatchJob, and of tidy, promote and evict, whose
 // batch is one script call.
 type batchedJob struct {
-	name string
-	cfg  Batching
-	step func(ctx context.Context, max int) (int, error)
+	queueMark // the queue of tidy and promote, for the recruiter's check of its prefix
+	name      string
+	cfg       Batching
+	step      func(ctx context.Context, max int) (int, error)
 }
+
+type queueMark = worksqueue.Mark
 
 func (j *batchedJob) Name() string { return j.name }
 

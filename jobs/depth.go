@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/worksteal/worksteal/internal/drain"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 	"github.com/worksteal/worksteal/telemetry"
@@ -83,11 +84,12 @@ func QueueDepth(q *queue.Queue, cfg DepthConfig) (recruiter.Job, error) {
 		return nil, err
 	}
 	j := &depthJob{
-		name:  cmp.Or(cfg.Name, drain.JobName("depth", q.Name())),
-		q:     q,
-		cfg:   cfg,
-		now:   time.Now,
-		queue: telemetry.AttrQueue.String(q.Name()),
+		queueMark: worksqueue.New(q.Config().Prefix, q.Name()),
+		name:      cmp.Or(cfg.Name, drain.JobName("depth", q.Name())),
+		q:         q,
+		cfg:       cfg,
+		now:       time.Now,
+		queue:     telemetry.AttrQueue.String(q.Name()),
 	}
 	j.observe()
 	return j, nil
@@ -95,12 +97,13 @@ func QueueDepth(q *queue.Queue, cfg DepthConfig) (recruiter.Job, error) {
 
 // depthJob is QueueDepth's job.
 type depthJob struct {
-	name    string
-	q       *queue.Queue
-	cfg     DepthConfig
-	now     func() time.Time // tests move it
-	queue   attribute.KeyValue
-	reading atomic.Pointer[depthReading] // the latest made here; nil until one is
+	queueMark // for the recruiter's check of its prefix
+	name      string
+	q         *queue.Queue
+	cfg       DepthConfig
+	now       func() time.Time // tests move it
+	queue     attribute.KeyValue
+	reading   atomic.Pointer[depthReading] // the latest made here; nil until one is
 }
 
 // depthReading is one read of a queue's depth, and when it was made on

@@ -6,6 +6,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -63,7 +64,12 @@ func (s queueStep) job(q *queue.Queue, cfg Batching) (recruiter.Job, error) {
 		return nil, fmt.Errorf("%w: nil queue", ErrInvalidArgument)
 	}
 	st := qstore.Of(q)
-	return batchJob(drain.JobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
+	j, err := batchJob(drain.JobName(s.kind, q.Name()), cfg.withDefaults(s.batch), func(ctx context.Context, max int) (int, error) {
 		return s.run(st, ctx, max)
 	})
+	if err != nil {
+		return nil, err
+	}
+	j.(*batchedJob).queueMark = worksqueue.New(q.Config().Prefix, q.Name())
+	return j, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/seams"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 )
 
 // Recruiter holds jobs and recruits workers for their slices. It is safe
@@ -102,7 +103,11 @@ func New(rdb redis.UniversalClient, cfg Config) (*Recruiter, error) {
 
 // Register adds job with its pace and budget. It is safe while requests
 // are being served. It returns an error wrapping [ErrInvalidJob],
-// [ErrDuplicateJob] or [ErrClosed] that names the offending field.
+// [ErrDuplicateJob] or [ErrClosed] that names the offending field. A job
+// of packages jobs or tasks that works a queue whose Config.Prefix is not
+// the recruiter's is refused with [ErrInvalidJob], naming both: a fleet
+// keeps its queues and jobs under one prefix, which package inspect, the
+// dashboard and the worksteal command read.
 func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	if job == nil {
 		return fmt.Errorf("%w: job is nil", ErrInvalidJob)
@@ -114,6 +119,12 @@ func (r *Recruiter) Register(job Job, cfg JobConfig) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(name); err != nil {
 		return err
+	}
+	// A queue under another prefix would be listed apart from its jobs:
+	// inspect, the dashboard and the CLI read one prefix.
+	if prefix, q, ok := worksqueue.Of(job); ok && prefix != r.cfg.Prefix {
+		return fmt.Errorf("%w %q: it works queue %s under prefix %q, and this recruiter's prefix is %q: give the queue's and the recruiter's Config the same Prefix",
+			ErrInvalidJob, name, q, prefix, r.cfg.Prefix)
 	}
 	if sb, ok := job.(SideBySide); ok && cfg.Slices == 0 && cfg.Schedule == "" {
 		cfg.Slices = min(max(sb.Slices(), 1), slicesMax)

@@ -70,18 +70,18 @@ func (s *readmeService) start(t *testing.T, every time.Duration, register func(*
 	if err != nil {
 		t.Fatalf("Job: %v", err)
 	}
-	rec := readmeRecruiter(t, s.rdb)
+	rec := readmeRecruiter(t, s)
 	if err := rec.Register(job, recruiter.JobConfig{Every: every}); err != nil {
 		t.Fatal(err)
 	}
 	fastExits(t, rec)
 }
 
-// readmeRecruiter is a recruiter with the README's config, shut down when
-// the test ends.
-func readmeRecruiter(t *testing.T, rdb redis.UniversalClient) *recruiter.Recruiter {
+// readmeRecruiter is a recruiter with the README's config (the prefix
+// its queue's, as Register demands), shut down when the test ends.
+func readmeRecruiter(t *testing.T, s *readmeService) *recruiter.Recruiter {
 	t.Helper()
-	rec, err := recruiter.New(rdb, recruiter.Config{Pressure: -1})
+	rec, err := recruiter.New(s.rdb, recruiter.Config{Pressure: -1, Prefix: s.q.Config().Prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

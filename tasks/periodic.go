@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -68,7 +69,7 @@ func (t Task[A, R]) Periodic(c *Client, name string, args A, opts ...EnqueueOpti
 	if err != nil {
 		return nil, fmt.Errorf("tasks: periodic %s: %w", name, err)
 	}
-	return recruiter.Func(name, func(ctx context.Context) (recruiter.Report, error) {
+	run := recruiter.Func(name, func(ctx context.Context) (recruiter.Report, error) {
 		tick, ok := recruiter.Tick(ctx)
 		if !ok {
 			return recruiter.Report{}, fmt.Errorf("tasks: periodic job %s ran without a tick: register it with a Schedule", name)
@@ -84,8 +85,18 @@ func (t Task[A, R]) Periodic(c *Client, name string, args A, opts ...EnqueueOpti
 			return recruiter.Report{}, fmt.Errorf("tasks: periodic %s: enqueue %s: %w", name, typ, err)
 		}
 		return recruiter.Report{Items: 1}, nil
-	}), nil
+	})
+	return periodicJob{run, worksqueue.New(c.q.Config().Prefix, c.q.Name())}, nil
 }
+
+// periodicJob is a periodic task's job, which says what queue it fills
+// for the recruiter's check of its prefix.
+type periodicJob struct {
+	recruiter.Job
+	queueMark
+}
+
+type queueMark = worksqueue.Mark
 
 // tickKey is the unique key of the periodic job name's task of tick.
 func tickKey(name string, tick time.Time) string {

@@ -39,7 +39,7 @@ func TestPeriodicTaskOncePerTick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := readmeRecruiter(t, s.rdb)
+		rec := readmeRecruiter(t, s)
 		if err := rec.Register(drain, recruiter.JobConfig{Every: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}

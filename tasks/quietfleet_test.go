@@ -46,7 +46,7 @@ func TestQuietFleetRunsTasks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := readmeRecruiter(t, s.rdb) // defaults, but for the pressure gate (see readmeService.start)
+		rec := readmeRecruiter(t, s) // defaults, but for the pressure gate (see readmeService.start)
 		if err := rec.Register(job, recruiter.JobConfig{Every: every}); err != nil {
 			t.Fatal(err)
 		}

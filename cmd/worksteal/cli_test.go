@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/queue"
@@ -134,7 +137,12 @@ func TestDeadListRetryPurge(t *testing.T) {
 		Queue, Action string
 		Count         int
 	}
-	f.okJSON(t, &act, "dead", "purge", "mail", f.dead[1], "nosuch")
+	// An id that is no dead letter: the others are done, and it is named
+	// with exit 3.
+	out, errOut, code := f.cli(t, "dead", "purge", "mail", f.dead[1], "nosuch", "--json")
+	if err := json.Unmarshal([]byte(out), &act); err != nil || code != exitNotFound || !strings.Contains(errOut, "(1 of 2 ids; the others were done): nosuch (not found)") {
+		t.Fatalf("dead purge of a dead letter and nosuch: exit %d, stderr %q, stdout %q (%v)", code, errOut, out, err)
+	}
 	if act.Queue != "mail" || act.Action != "purge" || act.Count != 1 {
 		t.Fatalf("dead purge = %+v; want 1 purged", act)
 	}
@@ -256,27 +264,7 @@ func TestACLUsers(t *testing.T) {
 	f, srv := localFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin := srv.Client(t)
-	for _, grant := range []string{grantRead, grantOperate} {
-		// The grant for the test's prefix, with a password.
-		g := strings.NewReplacer("~worksteal:*", "~"+f.prefix+":*", "~{worksteal:*", "~{"+f.prefix+":*", ">PASSWORD", ">pw").Replace(grant)
-		var args []any
-		for _, w := range strings.Fields(strings.TrimPrefix(g, "ACL ")) {
-			args = append(args, w)
-		}
-		if err := admin.Do(ctx, append([]any{"ACL"}, args...)...).Err(); err != nil {
-			t.Fatalf("%s: %v", g, err)
-		}
-	}
-	if err := admin.ACLLogReset(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	as := func(user string) *fleet {
-		g := *f
-		g.flags = []string{"--redis", strings.Replace(srv.URL(), "redis://", "redis://"+user+":pw@", 1)}
-		return &g
-	}
-	read, op := as("worksteal-read"), as("worksteal-operator")
+	admin, read, op := aclUsers(t, f, srv)
 	chain, fan := plainFlows(t, f)
 	for _, args := range [][]string{{"stats"}, {"queues"}, {"jobs"}, {"schedules"}, {"types"}, {"dead", "list", "mail"},
 		{"items", "mail", "pending"}, {"task", "show", f.dead[0]}, {"chain", "plain", chain}, {"fanout", "plain", fan}} {
@@ -313,6 +301,36 @@ func TestACLUsers(t *testing.T) {
 	}
 }
 
+// aclUsers makes the users of docs/redis.md's grants for the fleet's
+// prefix, password pw, and returns the admin's client and the fleet as
+// worksteal-read and as worksteal-operator; ACL LOG is empty.
+func aclUsers(t *testing.T, f *fleet, srv *redistest.Server) (admin *redis.Client, read, op *fleet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin = srv.Client(t)
+	for _, grant := range []string{grantRead, grantOperate} {
+		// The grant for the test's prefix, with a password.
+		g := strings.NewReplacer("~worksteal:*", "~"+f.prefix+":*", "~{worksteal:*", "~{"+f.prefix+":*", ">PASSWORD", ">pw").Replace(grant)
+		var args []any
+		for _, w := range strings.Fields(strings.TrimPrefix(g, "ACL ")) {
+			args = append(args, w)
+		}
+		if err := admin.Do(ctx, append([]any{"ACL"}, args...)...).Err(); err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+	}
+	if err := admin.ACLLogReset(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	as := func(user string) *fleet {
+		g := *f
+		g.flags = []string{"--redis", strings.Replace(srv.URL(), "redis://", "redis://"+user+":pw@", 1)}
+		return &g
+	}
+	return admin, as("worksteal-read"), as("worksteal-operator")
+}
+
 // plainFlows enqueues a chain and a fan-out to queue plain and returns
 // their ids.
 func plainFlows(t *testing.T, f *fleet) (chain, fan string) {
@@ -347,6 +365,11 @@ func TestGrantsDocumented(t *testing.T) {
 	for _, g := range []string{grantRead, grantOperate} {
 		if !strings.Contains(string(doc), g) {
 			t.Errorf("docs/redis.md lacks the grant\n%s", g)
+		}
+	}
+	for name, w := range actionWrites {
+		if !regexp.MustCompile("(?m)^\\|.*`" + regexp.QuoteMeta(name) + "`.*`" + regexp.QuoteMeta(w) + "[` ]").Match(doc) {
+			t.Errorf("docs/redis.md's table does not give %s the writes %s", name, w)
 		}
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/inspect"
 )
@@ -33,6 +36,7 @@ type cmdOpts struct {
 // cli is what a command runs with.
 type cli struct {
 	in   *inspect.Inspector
+	rdb  redis.UniversalClient
 	g    *globals
 	o    cmdOpts
 	out  io.Writer
@@ -83,7 +87,7 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 	top := newFlagSet("worksteal", &pre, out)
 	top.Usage = func() {}
 	if err := top.Parse(args); errors.Is(err, flag.ErrHelp) || len(top.Args()) > 0 && top.Arg(0) == "help" {
-		fmt.Fprint(out, usage)
+		fmt.Fprint(out, usageText())
 		top.SetOutput(out)
 		top.PrintDefaults()
 		return nil
@@ -118,12 +122,70 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer rdb.Close()
+	c.rdb = rdb
 	if c.in, err = inspect.New(rdb, inspect.Config{Prefix: g.prefix}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	return cmd.run(ctx, c, rest)
+	err = cmd.run(ctx, c, rest)
+	if err != nil && notFound(err) {
+		// A name that matches nothing under a prefix that holds nothing:
+		// the prefix is the likelier typo.
+		if empty, eerr := c.empty(ctx); eerr == nil && empty {
+			return fmt.Errorf("%w (%w)", emptyPrefix(g.prefix), err)
+		}
+	}
+	return err
+}
+
+func notFound(err error) bool {
+	return errors.Is(err, inspect.ErrUnknownQueue) || errors.Is(err, inspect.ErrUnknownJob) || errors.Is(err, inspect.ErrNotFound)
+}
+
+// orEmpty is nil, or the error that says the prefix holds nothing when a
+// list came back empty (n == 0) and the registry lists nothing at all.
+func (c *cli) orEmpty(ctx context.Context, n int) error {
+	if n > 0 {
+		return nil
+	}
+	empty, err := c.empty(ctx)
+	if err != nil || !empty {
+		return err
+	}
+	return emptyPrefix(c.g.prefix)
+}
+
+// empty reports whether the registry lists no queue and no job.
+func (c *cli) empty(ctx context.Context) (bool, error) {
+	qs, err := c.in.Queues(ctx)
+	if err != nil || len(qs) > 0 {
+		return false, err
+	}
+	js, err := c.in.Jobs(ctx)
+	return len(js) == 0, err
+}
+
+// listStates are the states that items lists, in the order its usage
+// names them: the parser and the messages read this one list.
+var listStates = []inspect.State{inspect.StatePending, inspect.StateLeased, inspect.StateDelayed, inspect.StateDead}
+
+// stateNames is "pending, leased, delayed or dead".
+func stateNames() string {
+	var names []string
+	for _, s := range listStates {
+		names = append(names, s.String())
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+func parseListState(name string) (inspect.State, error) {
+	for _, s := range listStates {
+		if s.String() == name {
+			return s, nil
+		}
+	}
+	return inspect.StateUnknown, usagef("items: state %q: want %s (a done item: task show ID)", name, stateNames())
 }
 
 func wantArgs(c *cli, args []string, min, max int, names string) error {

@@ -32,7 +32,7 @@ dashboard and metrics):
   jobs                         the registered jobs: pace, budget, lock, pause, schedule
   schedules                    the scheduled jobs: last and next tick
   types                        the task types each queue's Mux serves
-  items QUEUE STATE            a page of pending, leased, delayed or dead items
+  items QUEUE STATE            a page of STATES items
   dead list QUEUE              a page of dead letters, with their causes
   dead retry QUEUE ID...|--all move dead letters back to pending
   dead purge QUEUE ID...|--all delete dead letters
@@ -47,10 +47,18 @@ dashboard and metrics):
   fanout QUEUE ID              a fan-out's state and its children done and dead
 
 Exit codes: 0 done, 1 Redis failed, 2 bad usage, 3 no such queue, job or
-item, 4 refused by the ACL user's grant.
+item (dead retry and purge: an id that is no dead letter of the queue;
+the others are done), 4 refused by the ACL user's grant (docs/redis.md),
+5 no queues or jobs under the prefix (is --prefix right?).
+
+Install: go install github.com/worksteal/worksteal/cmd/worksteal@latest,
+or from a checkout: cd cmd/worksteal && go install .
 
 Flags:
 `
+
+// usageText is usage with the states that items lists.
+func usageText() string { return strings.Replace(usage, "STATES", stateNames(), 1) }
 
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.redisURL, "redis", envOr("WORKSTEAL_REDIS", "redis://localhost:6379"),
@@ -99,7 +107,7 @@ func newFlagSet(name string, g *globals, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprint(out, usage)
+		fmt.Fprint(out, usageText())
 		fs.PrintDefaults()
 	}
 	g.register(fs)

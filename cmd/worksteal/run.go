@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/worksteal/worksteal/inspect"
@@ -26,6 +27,10 @@ func cmdStats(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(qs)+len(js) == 0 {
+		return emptyPrefix(c.g.prefix)
+	}
+	policy, warning := c.eviction(ctx)
 	type jobsSummary struct {
 		Registered int `json:"registered"`
 		Running    int `json:"running"`
@@ -34,12 +39,15 @@ func cmdStats(ctx context.Context, c *cli, args []string) error {
 	var sum jsonDepth
 	var jobs jobsSummary
 	doc := struct {
-		Prefix string       `json:"prefix"`
-		Source string       `json:"source"`
-		Queues []jsonQueue  `json:"queues"`
-		Total  *jsonDepth   `json:"total"`
-		Jobs   *jobsSummary `json:"jobs"`
-	}{Prefix: c.g.prefix, Source: sourceNote, Queues: []jsonQueue{}, Total: &sum, Jobs: &jobs}
+		Prefix          string       `json:"prefix"`
+		Source          string       `json:"source"`
+		Queues          []jsonQueue  `json:"queues"`
+		Total           *jsonDepth   `json:"total"`
+		Jobs            *jobsSummary `json:"jobs"`
+		EvictionPolicy  string       `json:"eviction_policy"` // "" if unread
+		EvictionWarning string       `json:"eviction_warning,omitempty"`
+	}{Prefix: c.g.prefix, Source: sourceNote, Queues: []jsonQueue{}, Total: &sum, Jobs: &jobs,
+		EvictionPolicy: policy, EvictionWarning: warning}
 	for _, q := range qs {
 		jq := queueOf(q)
 		doc.Queues = append(doc.Queues, jq)
@@ -74,8 +82,40 @@ func cmdStats(ctx context.Context, c *cli, args []string) error {
 	if err := c.table("QUEUE\tPENDING\tLEASED\tEXPIRED\tDELAYED\tDUE\tDEAD\tOLDEST PENDING", rows); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.out, "\njobs: %d registered, %d running, %d paused\n", jobs.Registered, jobs.Running, jobs.Paused)
+	fmt.Fprintf(c.out, "\njobs: %d registered, %d running, %d paused\n", jobs.Registered, jobs.Running, jobs.Paused)
+	switch {
+	case warning != "":
+		_, err = fmt.Fprintf(c.out, "\nWARNING: maxmemory-policy %s: %s\n", policy, warning)
+	case policy == "":
+		_, err = fmt.Fprintln(c.out, "redis: maxmemory-policy unknown (INFO memory refused or silent); make sure it is noeviction (docs/redis.md)")
+	default:
+		_, err = fmt.Fprintf(c.out, "redis: maxmemory-policy %s\n", policy)
+	}
 	return err
+}
+
+// eviction reads the server's maxmemory-policy with INFO memory, as the
+// recruiter does, and what it may evict of the fleet's keys; "" if the
+// server does not say (on a cluster, the node the client picks).
+func (c *cli) eviction(ctx context.Context) (policy, warning string) {
+	info, err := c.rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return "", ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == "maxmemory_policy" {
+			policy = v
+		}
+	}
+	switch {
+	case strings.HasPrefix(policy, "allkeys-"):
+		warning = "at maxmemory Redis may evict any key: queued items, results and dead letters are lost, and job locks too " +
+			"(a job may run twice at once); set noeviction (docs/redis.md)"
+	case strings.HasPrefix(policy, "volatile-"):
+		warning = "at maxmemory Redis may evict keys with a TTL: job locks, pauses, unique keys and results " +
+			"(queued items and dead letters are safe); set noeviction (docs/redis.md)"
+	}
+	return policy, warning
 }
 
 func depthRow(name string, d jsonDepth) []string {
@@ -91,6 +131,9 @@ func cmdQueues(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	qs, err := c.in.Queues(ctx)
+	if err == nil {
+		err = c.orEmpty(ctx, len(qs))
+	}
 	if err != nil {
 		return err
 	}
@@ -120,6 +163,9 @@ func listJobs(ctx context.Context, c *cli, args []string, schedules bool) error 
 		return err
 	}
 	js, err := c.in.Jobs(ctx)
+	if err == nil {
+		err = c.orEmpty(ctx, len(js))
+	}
 	if err != nil {
 		return err
 	}
@@ -163,6 +209,9 @@ func cmdTypes(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	ts, err := c.in.TaskTypes(ctx)
+	if err == nil {
+		err = c.orEmpty(ctx, len(ts))
+	}
 	if err != nil {
 		return err
 	}
@@ -184,10 +233,10 @@ func cmdTypes(ctx context.Context, c *cli, args []string) error {
 }
 
 func cmdItems(ctx context.Context, c *cli, args []string) error {
-	if err := wantArgs(c, args, 2, 2, "QUEUE STATE (pending, leased, delayed or dead)"); err != nil {
+	if err := wantArgs(c, args, 2, 2, "QUEUE STATE ("+stateNames()+")"); err != nil {
 		return err
 	}
-	state, err := inspect.ParseState(args[1])
+	state, err := parseListState(args[1])
 	if err != nil {
 		return err
 	}
@@ -234,13 +283,14 @@ func listItems(ctx context.Context, c *cli, queue string, state inspect.State) e
 }
 
 func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
-	byID func(context.Context, string, ...string) (int, error), all func(context.Context, string, int) (int, error)) error {
+	byID func(context.Context, string, ...string) (int, error), all func(context.Context, string, int) (int, error)) (err error) {
 	if len(args) == 0 {
 		return usagef("dead %s takes QUEUE and ids, or QUEUE --all", verb)
 	}
 	queue, ids := args[0], args[1:]
+	given := len(ids)
 	var n int
-	var err error
+	var missing []string
 	switch {
 	case c.o.all && len(ids) > 0:
 		return usagef("dead %s: ids or --all, not both", verb)
@@ -251,6 +301,11 @@ func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
 	case len(ids) == 0:
 		return usagef("dead %s %s: name the ids, or --all", verb, queue)
 	default:
+		// The ids that are no dead letter of the queue, read first: the
+		// scripts skip them and count only what they moved.
+		if missing, err = c.notDead(ctx, queue, ids); err != nil {
+			return err
+		}
 		for len(ids) > 0 && err == nil {
 			chunk := ids[:min(len(ids), 1000)]
 			ids = ids[len(chunk):]
@@ -262,6 +317,18 @@ func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
 	if err != nil {
 		return err
 	}
+	if len(missing) > 0 {
+		defer func() {
+			if err == nil {
+				others := ""
+				if len(missing) < given {
+					others = fmt.Sprintf(" (%d of %d ids; the others were done)", len(missing), given)
+				}
+				err = fmt.Errorf("%w: dead %s %s: no dead letter of %s%s: %s",
+					inspect.ErrNotFound, verb, queue, queue, others, strings.Join(missing, ", "))
+			}
+		}()
+	}
 	if c.g.json {
 		return c.json(struct {
 			Queue  string `json:"queue"`
@@ -271,6 +338,25 @@ func cmdDeadAct(ctx context.Context, c *cli, args []string, verb string,
 	}
 	_, err = fmt.Fprintf(c.out, "%s: %s %d dead letters\n", queue, map[string]string{"retry": "moved back to pending", "purge": "deleted"}[verb], n)
 	return err
+}
+
+// notDead returns the ids that are not dead letters of queue now, each
+// with what it is instead ("nosuch (not found)", "abc (pending)"): one
+// read per id, an operator's handful.
+func (c *cli) notDead(ctx context.Context, queue string, ids []string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		it, err := c.in.Item(ctx, queue, id)
+		switch {
+		case errors.Is(err, inspect.ErrNotFound):
+			out = append(out, id+" (not found)")
+		case err != nil:
+			return nil, err
+		case it.State != inspect.StateDead:
+			out = append(out, id+" ("+it.State.String()+")")
+		}
+	}
+	return out, nil
 }
 
 func cmdPause(ctx context.Context, c *cli, args []string) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/wakeup"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
@@ -40,14 +41,16 @@ func New(q *queue.Queue, handler Handler, cfg Config) (recruiter.Job, error) {
 	if cfg.Concurrency < 1 || cfg.Concurrency > concurrencyMax {
 		return nil, fmt.Errorf("%w: Concurrency %d is not in [1, %d]", ErrInvalidConfig, cfg.Concurrency, concurrencyMax)
 	}
-	return &drainJob{q: qstore.Of(q), handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, JobName("drain", q.Name()))}, nil
+	return &drainJob{q: qstore.Of(q), handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, JobName("drain", q.Name())),
+		queueMark: worksqueue.New(q.Config().Prefix, q.Name())}, nil
 }
 
 type drainJob struct {
-	q       *qstore.Store // the queue's storage, for follow-ups
-	handler Handler
-	cfg     Config
-	name    string
+	queueMark               // for the recruiter's check of its prefix
+	q         *qstore.Store // the queue's storage, for follow-ups
+	handler   Handler
+	cfg       Config
+	name      string
 	// itemMean is the mean handler time, ns, smoothed over slices: with
 	// handlers side by side, a slice's first batch claims what they
 	// finish in its budget, not a whole Batch to hand most of it back.
@@ -56,6 +59,8 @@ type drainJob struct {
 	// it (see cpuLimit); 0 before the first: Concurrency.
 	handlers atomic.Int64
 }
+
+type queueMark = worksqueue.Mark
 
 func (j *drainJob) Name() string { return j.name }
 
