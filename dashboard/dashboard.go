@@ -129,8 +129,9 @@ type Dashboard struct {
 	last   map[string]uint64 // Items by job at the last sample
 	lastAt time.Time         // the last sample's time
 
-	jobs    []string // the job names of the last sample, shared by the samples that have them
-	skipped uint64   // samples not taken because the source panicked
+	jobs    []string        // the job names of the last sample, shared by the samples that have them
+	skipped uint64          // samples not taken because the source panicked
+	seen    map[string]seen // by job: when its counters last grew (health.go)
 
 	pending []atomic.Bool // per gauge: a read has not returned yet
 
@@ -176,6 +177,7 @@ func newDashboard(src Source, opts ...Option) (*Dashboard, error) {
 		now:     time.Now,
 		ring:    ring.New[sample](int(cfg.window / cfg.every)),
 		last:    map[string]uint64{},
+		seen:    map[string]seen{},
 		pending: make([]atomic.Bool, len(cfg.gauges)),
 		done:    make(chan struct{}),
 	}
