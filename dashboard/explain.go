@@ -107,7 +107,10 @@ func explainState(jv *jobView, j DocumentJob, now time.Time) {
 		jv.NextTitle = "the last run seen (here, or in the fleet from Redis's answers) plus Every: " + j.NextDue.Local().Format(time.RFC3339) +
 			"; late once 3 × Every pass without a run"
 	default:
-		jv.Next = "in " + fmtLeft(j.NextDue.Sub(now))
+		jv.Next = "in <1s" // the page refreshes every 2 s: a fraction of a second is noise
+		if left := j.NextDue.Sub(now); left >= time.Second {
+			jv.Next = "in " + fmtLeft(left)
+		}
 		jv.NextTitle = "the last run seen (here, or in the fleet from Redis's answers) plus Every: " + j.NextDue.Local().Format(time.RFC3339)
 	}
 }
