@@ -32,6 +32,7 @@ type config struct {
 	gauges   []gauge
 	traceURL string
 	tasks    []TaskSource
+	queues   []QueueSource
 	actions  *actions // nil: read-only
 	logger   *slog.Logger
 	tp       trace.TracerProvider
@@ -135,6 +136,8 @@ type Dashboard struct {
 
 	pending []atomic.Bool // per gauge: a read has not returned yet
 
+	queueCache queueCache // the last reading of the WithQueues sources
+
 	ctx    context.Context // cancelled by Close: gauge reads stop
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -205,6 +208,11 @@ func (c config) validate() error {
 	for _, src := range c.tasks {
 		if src == nil || reflect.ValueOf(src).Kind() == reflect.Pointer && reflect.ValueOf(src).IsNil() {
 			return fmt.Errorf("%w: a task source is nil", ErrInvalidOption)
+		}
+	}
+	for _, q := range c.queues {
+		if q == nil || reflect.ValueOf(q).Kind() == reflect.Pointer && reflect.ValueOf(q).IsNil() {
+			return fmt.Errorf("%w: a queue source is nil", ErrInvalidOption)
 		}
 	}
 	seen := map[string]bool{}

@@ -152,6 +152,8 @@ type pageView struct {
 	RecentTotal int  // in the document; the page shows the first recentShown
 	ShowTasks   bool // WithTasks was given: the table shows, even empty
 	Tasks       []taskView
+	ShowQueues  bool // WithQueues was given
+	Queues      []queueView
 	CSS         template.CSS
 	JS          template.JS
 	// EvictionPolicy is the Redis server's maxmemory-policy; EvictionRisk,
@@ -213,6 +215,7 @@ func (d *Dashboard) view(doc Document) pageView {
 		EvictionPolicy: doc.EvictionPolicy, EvictionRisk: doc.EvictionRisk,
 		CSS: template.CSS(dashboardCSS), JS: template.JS(dashboardJS),
 		ShowTasks: len(d.cfg.tasks) > 0, Tasks: taskViews(doc.Tasks),
+		ShowQueues: len(d.cfg.queues) > 0, Queues: queueViews(doc.Queues),
 	}
 	times := make([]time.Time, len(doc.Samples))
 	for i, s := range doc.Samples {
@@ -226,7 +229,7 @@ func (d *Dashboard) view(doc Document) pageView {
 			Automatic: j.Automatic, Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
 			Ran: fmtCount(j.Ran), Slices: fmtCount(j.Slices),
 			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics), Hung: fmtCount(j.Hung),
-			Items:  fmtCount(j.Items), PerSecond: "–",
+			Items: fmtCount(j.Items), PerSecond: "–",
 			P50: fmtMS(j.SliceP50MS), P99: fmtMS(j.SliceP99MS), Max: fmtMS(j.SliceMaxMS),
 			LastRun: "never",
 		}

@@ -29,6 +29,9 @@ type Document struct {
 	// Tasks holds the counts of each task type of the [WithTasks]
 	// sources, in their order, each sorted by type; empty without one.
 	Tasks []DocumentTask `json:"tasks"`
+	// Queues holds the depth of each [WithQueues] source, in their
+	// order, as last read (at most [queueFresh] ago); empty without one.
+	Queues []DocumentQueue `json:"queues"`
 	// EvictionPolicy is the Redis server's maxmemory-policy as the
 	// recruiter last read it; "" until read, or if the server refused.
 	EvictionPolicy string `json:"eviction_policy"`
@@ -193,6 +196,7 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		Samples:        make([]DocumentSample, 0, len(samples)),
 		Recent:         make([]DocumentRecruitment, 0, len(stats.Recent)),
 		Tasks:          taskRows,
+		Queues:         d.queueRows(now),
 	}
 	for _, g := range d.cfg.gauges {
 		doc.Gauges = append(doc.Gauges, g.name)
