@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/worksteal/worksteal/dashboard"
+	"github.com/worksteal/worksteal/queue"
 )
 
 // At 1280 × 800, a laptop's screen, the jobs table opens on health: every
@@ -24,7 +25,8 @@ func TestBrowserDashboardFits1280(t *testing.T) {
 	rec, depth := busyRecruiter(t)
 	d, err := dashboard.New(rec, dashboard.WithTitle("catalog service"),
 		dashboard.WithSampleEvery(250*time.Millisecond), dashboard.WithWindow(time.Minute),
-		dashboard.WithGauge("queue depth", depth), dashboard.WithTraceURL("http://localhost:16686/trace/%s"))
+		dashboard.WithGauge("queue depth", depth), dashboard.WithTraceURL("http://localhost:16686/trace/%s"),
+		dashboard.WithQueues(simQueue{"thumbnails", depth}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +74,11 @@ func TestBrowserDashboardFits1280(t *testing.T) {
 			const state = row.querySelector('td.state .state-pill');
 			if (!row.dataset.state || !state || !state.textContent.trim()) out.push(row.dataset.job + ': no state');
 		}
+		for (const td of document.querySelectorAll('table.queues td')) {
+			const r = td.getBoundingClientRect();
+			if (!(r.right <= w)) out.push('queue cell ' + td.className + ': ' + r.left + '..' + r.right);
+		}
+		if (!document.querySelector('table.queues tr[data-queue="thumbnails"] td.pending')) out.push('no queue row');
 		return [w, document.scrollingElement.scrollWidth, rows.length, heads.map(th => th.textContent), out,
 			document.querySelector('details.pacer').open, document.querySelector('table.pacer').checkVisibility()];
 	})()`))
@@ -124,6 +131,20 @@ func TestBrowserDashboardFits1280(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// simQueue is the busy recruiter's simulated queue, as a dashboard
+// QueueSource: its pending items, two dead letters, a wait of a second
+// per 100 items.
+type simQueue struct {
+	name  string
+	depth func(context.Context) (float64, error)
+}
+
+func (q simQueue) Name() string { return q.name }
+func (q simQueue) Depth(ctx context.Context) (queue.Depth, error) {
+	n, err := q.depth(ctx)
+	return queue.Depth{Pending: int64(n), Leased: 2, Delayed: 5, Dead: 2, OldestPending: time.Duration(n) * 10 * time.Millisecond}, err
 }
 
 // jsString quotes s as a JavaScript string literal.
