@@ -30,7 +30,7 @@ type Document struct {
 	// sources, in their order, each sorted by type; empty without one.
 	Tasks []DocumentTask `json:"tasks"`
 	// Queues holds the depth of each [WithQueues] source, in their
-	// order, as last read (at most [queueFresh] ago); empty without one.
+	// order, as last read (at most 2 s before Now); empty without one.
 	Queues []DocumentQueue `json:"queues"`
 	// EvictionPolicy is the Redis server's maxmemory-policy as the
 	// recruiter last read it; "" until read, or if the server refused.

@@ -20,8 +20,8 @@ type QueueSource interface {
 // [Document]: for each, its items by state, how long the oldest pending
 // item has waited, and its dead letters. Depths are read from Redis (one
 // script call per queue, O(log n)) when the page or the JSON is asked
-// for, at most once per [queueFresh] whatever the number of viewers,
-// each read bounded by [queueTimeout]; a page nobody opens costs Redis
+// for, at most once per 2 s (the page's refresh) whatever the number of
+// viewers, each read bounded by 1 s; a page nobody opens costs Redis
 // nothing. Given more than once, the queues follow one another.
 func WithQueues(qs ...QueueSource) Option {
 	return optionFunc(func(c *config) { c.queues = append(c.queues, qs...) })
