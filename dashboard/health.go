@@ -137,11 +137,13 @@ func health(dj *DocumentJob, js recruiter.JobStats, recent []recruiter.Recruitme
 	case js.Schedule != "" && js.LastRun.IsZero():
 		dj.StateReason = "no tick run here yet; the next is not overdue"
 	case js.Schedule != "":
-		dj.StateReason = "its ticks start within " + fmtDuration(tickLate) + " here"
+		dj.StateReason = "its last run here began " + fmtDuration(max(js.Late, 0)) + " after its tick; no tick is overdue"
 	case js.Every > 0 && lastSeen.IsZero():
-		dj.StateReason = "no run seen yet; not due before " + fmtDuration(lateEvery*js.Every) + " after start"
+		_, rule := lateLimit(js)
+		dj.StateReason = "no run seen yet; late after " + rule
 	case js.Every > 0:
-		dj.StateReason = "a run seen within " + fmtDuration(lateEvery*js.Every) + " (3 × Every)"
+		_, rule := lateLimit(js)
+		dj.StateReason = "a run seen within " + rule
 	case js.LastRun.IsZero():
 		dj.StateReason = "no run here yet; without Every or a schedule it runs when requests exit fast, and nothing is overdue"
 	default:
@@ -163,17 +165,31 @@ func lateness(js recruiter.JobStats, lastSeen time.Time, s seen, now time.Time) 
 	if js.Every <= 0 {
 		return ""
 	}
-	limit := lateEvery * js.Every
+	limit, rule := lateLimit(js)
 	if lastSeen.IsZero() {
 		if waited := now.Sub(s.first); waited > limit {
-			return "no run seen, here or in the fleet, in the " + fmtDuration(waited) + " this page has watched (over 3 × Every)"
+			return "no run seen, here or in the fleet, in the " + fmtDuration(waited) + " this page has watched (over " + rule + ")"
 		}
 		return ""
 	}
 	if since := now.Sub(lastSeen); since > limit {
-		return "no run seen, here or in the fleet, for " + fmtDuration(since) + " (over 3 × Every = " + fmtDuration(limit) + ")"
+		return "no run seen, here or in the fleet, for " + fmtDuration(since) + " (over " + rule + ")"
 	}
 	return ""
+}
+
+// lateLimit is how long a job with Every may go without a run seen here
+// before it is late, and the rule in words. Under automatic pace each of
+// a fleet of n processes visits the job about once per n × Every, so
+// this process sees a run about that often: the limit scales with the
+// fleet it learnt.
+func lateLimit(js recruiter.JobStats) (time.Duration, string) {
+	limit := lateEvery * js.Every
+	if js.Automatic && js.Fleet > 1 {
+		return time.Duration(float64(limit) * js.Fleet), "3 × Every × the fleet of " + fmtFleet(js.Fleet) +
+			" = " + fmtDuration(time.Duration(float64(limit)*js.Fleet)) + ": this process visits about one run in " + trimFloat(js.Fleet, 1)
+	}
+	return limit, "3 × Every = " + fmtDuration(limit)
 }
 
 // cmpOr returns t, or else when t is zero.

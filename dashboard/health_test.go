@@ -26,6 +26,8 @@ func TestDashboardJobStates(t *testing.T) {
 			{Name: "paused-failing", Rate: 0.1, Errors: 1, PausedUntil: t0.Add(time.Hour)},
 			{Name: "on-traffic", Rate: 0.1},
 			{Name: "tick-missed", Schedule: "* * * * * *", NextTick: t0.Add(-1500 * time.Millisecond)},
+			// Of a fleet of 10, this process sees about one run in 10.
+			{Name: "big-fleet", Automatic: true, Fleet: 10, Rate: 0.01, Every: every, Ran: 1, Slices: 1, LastRun: t0.Add(-time.Minute)},
 		},
 		Recent: []recruiter.Recruitment{
 			{End: t0, Job: "fails", Outcome: recruiter.OutcomeSkippedCooldown},
@@ -62,11 +64,12 @@ func TestDashboardJobStates(t *testing.T) {
 	}
 	got := states()
 	for name, want := range map[string]struct{ state, reason string }{
-		"fine":           {dashboard.StateOnTime, "a run seen within 15s (3 × Every)"},
+		"fine":           {dashboard.StateOnTime, "a run seen within 3 × Every = 15s"},
+		"big-fleet":      {dashboard.StateOnTime, "a run seen within 3 × Every × the fleet of ≈10 processes = 2m30s"},
 		"fails":          {dashboard.StateFailing, "its last run here ended: timeout: context deadline exceeded"},
 		"never-ok":       {dashboard.StateFailing, "2 runs here failed and none succeeded"},
 		"stale":          {dashboard.StateLate, "no run seen, here or in the fleet, for 1h (over 3 × Every = 15s)"},
-		"elsewhere":      {dashboard.StateOnTime, "a run seen within 15s (3 × Every)"},
+		"elsewhere":      {dashboard.StateOnTime, "a run seen within 3 × Every = 15s"},
 		"busy":           {dashboard.StateHeldBack, "this process was busy"},
 		"paused-failing": {dashboard.StatePaused, "paused fleet-wide until 2026-03-14T16:09:26Z"},
 		"on-traffic":     {dashboard.StateOnTime, "without Every or a schedule it runs when requests exit fast"},

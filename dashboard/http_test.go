@@ -210,7 +210,7 @@ func TestDashboardHTML(t *testing.T) {
 		`"num skipped here" title="attempts held back in this process before any Redis call: `, `(12 of them: the process was busy`,
 		`>90<span class="aside busy">12 busy</span></td>`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
 		// Its newest run succeeded: on time, its failures counted, flagged.
-		`<tr data-job="tidy-stale" data-state="on_time">`, `<span class="state-pill s-on_time" title="a run seen within 30s (3 × Every)">on time</span></td>`,
+		`<tr data-job="tidy-stale" data-state="on_time">`, `<span class="state-pill s-on_time" title="a run seen within 3 × Every = 30s">on time</span></td>`,
 		`<td class="num failed bad" title="errors 4 (of the slice, or Redis failing its lock) · timeouts 2 (past the budget) · panics 1 · hung 0`, `>7</td>`,
 		`<td class="num next-due" title="the last run seen`, `>in 7s</td>`,
 		`"num items strong">98,765<`, `<td class="num slice" title="max 48ms"><span class="p50">1.5ms</span> · <span class="p99">42ms</span></td>`, `>3s ago<`,
