@@ -45,7 +45,9 @@
 //     Redis granting its lock, a timeout, a panic or a hung slice);
 //   - late: no run seen for 3 × Every, here or in the fleet (Redis
 //     answering that the job is locked or cooling down counts as a run
-//     seen), or, of a schedule, a tick not started here 1 s after it, or
+//     seen; of an automatic job, 3 × Every × the fleet's size this
+//     process learnt, since each process sees about one run in that many),
+//     or, of a schedule, a tick not started here 1 s after it, or
 //     a last run here that began over 1 s after its tick;
 //   - held back: this process, busy, held it back in the last 10 s
 //     ([recruiter.Config].Pressure); the job is drawn again later;

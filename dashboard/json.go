@@ -48,13 +48,14 @@ type DocumentJob struct {
 	Name string `json:"name"`
 	// State is the job's health at Now, the first that applies of
 	// [StatePaused], [StateFailing], [StateLate], [StateHeldBack] and
-	// [StateOnTime]; StateReason says why in a sentence. Late: no run seen for 3 × Every, here or in the fleet
-	// (Redis answering that the job is locked or cooling down counts as a
-	// run seen), or of a schedule, a tick not started here 1 s after it or
-	// a last run here that began over 1 s after its tick; failing: its
-	// newest run here failed; held back: this process, busy, held it
-	// back in the last 10 s. A job without Every or a schedule is never
-	// late.
+	// [StateOnTime]; StateReason says why in a sentence. Late: no run
+	// seen for 3 × Every, here or in the fleet (Redis answering that the
+	// job is locked or cooling down counts as a run seen; of an automatic
+	// job, 3 × Every × its Fleet), or of a schedule, a tick not started
+	// here 1 s after it or a last run here that began over 1 s after its
+	// tick; failing: its newest run here failed; held back: this process,
+	// busy, held it back in the last 10 s. A job without Every or a
+	// schedule is never late.
 	State       string `json:"state"`
 	StateReason string `json:"state_reason"`
 	// NextDue is when the job is next due: a schedule's next tick here
