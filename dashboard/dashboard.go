@@ -32,6 +32,7 @@ type config struct {
 	gauges   []gauge
 	traceURL string
 	tasks    []TaskSource
+	queues   []QueueSource
 	actions  *actions // nil: read-only
 	logger   *slog.Logger
 	tp       trace.TracerProvider
@@ -129,10 +130,13 @@ type Dashboard struct {
 	last   map[string]uint64 // Items by job at the last sample
 	lastAt time.Time         // the last sample's time
 
-	jobs    []string // the job names of the last sample, shared by the samples that have them
-	skipped uint64   // samples not taken because the source panicked
+	jobs    []string        // the job names of the last sample, shared by the samples that have them
+	skipped uint64          // samples not taken because the source panicked
+	seen    map[string]seen // by job: when its counters last grew (health.go)
 
 	pending []atomic.Bool // per gauge: a read has not returned yet
+
+	queueCache queueCache // the last reading of the WithQueues sources
 
 	ctx    context.Context // cancelled by Close: gauge reads stop
 	cancel context.CancelFunc
@@ -176,6 +180,7 @@ func newDashboard(src Source, opts ...Option) (*Dashboard, error) {
 		now:     time.Now,
 		ring:    ring.New[sample](int(cfg.window / cfg.every)),
 		last:    map[string]uint64{},
+		seen:    map[string]seen{},
 		pending: make([]atomic.Bool, len(cfg.gauges)),
 		done:    make(chan struct{}),
 	}
@@ -203,6 +208,11 @@ func (c config) validate() error {
 	for _, src := range c.tasks {
 		if src == nil || reflect.ValueOf(src).Kind() == reflect.Pointer && reflect.ValueOf(src).IsNil() {
 			return fmt.Errorf("%w: a task source is nil", ErrInvalidOption)
+		}
+	}
+	for _, q := range c.queues {
+		if q == nil || reflect.ValueOf(q).Kind() == reflect.Pointer && reflect.ValueOf(q).IsNil() {
+			return fmt.Errorf("%w: a queue source is nil", ErrInvalidOption)
 		}
 	}
 	seen := map[string]bool{}

@@ -16,6 +16,8 @@
         const next = page.getElementById("dashboard");
         const current = document.getElementById("dashboard");
         if (!next || !current) throw new Error("no dashboard in the response");
+        // Details the reader opened stay open through the swap.
+        for (const d of current.querySelectorAll("details[id][open]")) next.querySelector("#" + CSS.escape(d.id))?.setAttribute("open", "");
         current.replaceWith(document.adoptNode(next));
         document.body.classList.remove("stale");
       } catch (err) {

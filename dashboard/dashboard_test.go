@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -355,4 +356,17 @@ func TestDashboardGaugeAnsweredIsReadAgain(t *testing.T) {
 	if len(doc.Samples) != samples || gaps != 0 {
 		t.Errorf("%d samples with %d gaps; want %d without a gap", len(doc.Samples), gaps, samples)
 	}
+}
+
+// jobRows returns a job's row of the jobs table and its row of the pacer
+// internals, one after the other.
+func jobRows(page, job string) string {
+	q := regexp.QuoteMeta(job)
+	return regexp.MustCompile(`(?s)<tr data-job="`+q+`".*?</tr>`).FindString(page) +
+		regexp.MustCompile(`(?s)<tr data-pacer="`+q+`".*?</tr>`).FindString(page)
+}
+
+// jobsNote returns the pacer's legend.
+func jobsNote(page string) string {
+	return regexp.MustCompile(`(?s)<dl class="note" id="jobs-note">.*?</dl>`).FindString(page)
 }

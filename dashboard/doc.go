@@ -9,16 +9,21 @@
 //			return float64(st.Pending), err
 //		}),
 //		dashboard.WithTraceURL("http://localhost:16686/trace/%s"),
-//		dashboard.WithTasks(mux)) // a tasks.Mux: its counts by task type
+//		dashboard.WithTasks(mux), // a tasks.Mux: its counts by task type
+//		dashboard.WithQueues(q))  // a queue.Queue: its depth by state, oldest wait, dead letters
 //	mux.Handle("/debug/worksteal", d)
 //	defer d.Close()
 //
-// Its page holds a table of the jobs (rate or schedule, Every, budget,
-// draws and their outcomes, items stolen, slice p50/p99, last run; a
-// pause as a pill), an SVG chart of the items stolen per second by job
-// and one of each gauge, and the latest recruitments with their trace
-// ids; with [WithTasks], a table of the task types of a tasks.Mux, with
-// their attempts done, retried, dead and running in this process. The chart is drawn on the
+// Its page opens on health: a table of the jobs (each one's state, last
+// run, next due, pace or schedule, slices ran and failed, items stolen,
+// slice p50/p99; a pause as a pill), with the pacer's internals behind a
+// details view; with [WithQueues], each queue's depth by state, its
+// oldest wait and its dead letters; with [WithTasks], a table of the task
+// types of a tasks.Mux, with their attempts done, retried, dead and
+// running in this process; then an SVG chart of the items stolen per
+// second by job and one of each gauge, and the latest recruitments with
+// their trace ids. The jobs table fits a 1280 px screen without a
+// horizontal scrollbar. The chart is drawn on the
 // server; the page has no external asset and no CDN, and its one inline
 // script (allowed by hash in its Content-Security-Policy) refetches it
 // every 2 s and swaps its content; without JavaScript it is a static
@@ -32,47 +37,57 @@
 //
 // # Reading the jobs table
 //
-// The page says what its numbers mean where they stand, in a legend under
-// the table and in the titles of its headers and cells:
+// Each job's state comes first ([DocumentJob].State says it for scripts),
+// the first that applies of:
 //
-//   - Skipped draws are split where they were held. A job with Every runs
-//     about once per Every across the whole fleet, so most draws of it
-//     skip: that is the pace, not a fault. Held elsewhere: Redis answered
-//     that the fleet holds the job (another process held its lock, it
-//     ran within its Every, or it is paused). Held back here: this
-//     process did not ask Redis, most often because it already knew the
-//     job was held (it ran here, or Redis said until when), else a slice
-//     of it was running here, no slot was free, the breaker was open; "n
-//     busy" counts those held back because the process was busy
-//     ([recruiter.Config].Pressure).
-//   - An automatic job shows its pace, about one run per Every
-//     fleet-wide, and the fleet's size as this process learnt it
-//     ("learning" until it has); its share of enlistments, which the pace
-//     sets, is a sparkline and a title. A fixed Rate shows as a share.
-//   - A scheduled job ([recruiter.JobConfig].Schedule) shows its cron
-//     expression where a rate stands: it runs once per tick, fleet-wide,
-//     in whichever process takes the tick, and its share of the roll says
-//     nothing of that. Beneath it, the tick this process visits next
-//     ("next in 3m12s", the time in a title; of ticks under a minute
-//     apart, each process visits a share), or "tick due" once that tick
-//     passed over 5 s ago unvisited: Redis failing, the breaker open, or
-//     the previous run still holding the job's lock. Beneath the last
-//     run, how late after its tick it began ("late 12ms", flagged past
-//     5 s). Both are this process's: other processes may have run the
-//     ticks since, so "never" here is no fault. The page cannot tell the
-//     previous tick without parsing cron, so it does not claim a tick
-//     was missed fleet-wide.
-//   - "+n by the timer", beside the draws, counts the slices this
-//     process's pace timer started because no request enlisted in time:
-//     they have no draw, so Ran may exceed Drawn.
-//   - When the Redis server's maxmemory-policy may evict worksteal's keys
-//     ([recruiter.Stats].EvictionRisk), a banner at the top of the page
-//     says so and what to set. The policy itself is named discreetly
-//     under the title once the recruiter has read it.
+//   - paused: an operator paused it, fleet-wide;
+//   - failing: its newest run here failed (an error, of the slice or of
+//     Redis granting its lock, a timeout, a panic or a hung slice);
+//   - late: no run seen for 3 × Every, here or in the fleet (Redis
+//     answering that the job is locked or cooling down counts as a run
+//     seen; of an automatic job, 3 × Every × the fleet's size this
+//     process learnt, since each process sees about one run in that many),
+//     or, of a schedule, a tick not started here 1 s after it, or
+//     a last run here that began over 1 s after its tick;
+//   - held back: this process, busy, held it back in the last 10 s
+//     ([recruiter.Config].Pressure); the job is drawn again later;
+//   - on time: none of these. A job without Every or a schedule runs
+//     when requests exit fast and is never late.
 //
-// The [Document] carries the same facts: skipped.elsewhere and
-// skipped.pressured, timed, fleet, schedule, next_tick, tick_overdue,
-// late_ms, eviction_policy and eviction_risk.
+// Beside the state, a sentence says why. Next due is a schedule's next
+// tick here ("tick due" once it passed unvisited), the last run seen plus
+// Every, or "on traffic". A scheduled job shows its cron expression where
+// a pace stands; an automatic job its pace, about one run per Every
+// fleet-wide, and the fleet's size as this process learnt it, with its
+// share of enlistments as a sparkline; a fixed Rate its share.
+//
+// The pacer's internals sit behind "Pacer internals", each explained in a
+// sentence there:
+//
+//   - Attempts: every try of this process to run a slice: draws by
+//     requests' rolls, starts by its pace timer when no request came in
+//     time, and wakes by an enqueue here.
+//   - Held back by the fleet: Redis answered that the fleet holds the job
+//     (another process held its lock, it ran within its Every, or it is
+//     paused). A job with Every runs about once per Every across the
+//     whole fleet, so most attempts end here: that is the pace, not a
+//     fault.
+//   - Held back here: this process did not ask Redis, most often because
+//     it already knew the job was held, else a slice of it was running
+//     here, no slot was free, the breaker was open, or the process was
+//     busy ("n busy"). It counts attempts, the timer's and the wakes'
+//     included, so it may exceed the draws, never the attempts.
+//   - Slices, and the failures by kind: errors, timeouts, panics, hung.
+//
+// When the Redis server's maxmemory-policy may evict worksteal's keys
+// ([recruiter.Stats].EvictionRisk), a banner at the top of the page says
+// so and what to set. The policy itself is named discreetly under the
+// title once the recruiter has read it.
+//
+// The [Document] carries the same facts: state, state_reason, next_due,
+// attempts, woken, skipped.elsewhere and skipped.pressured, timed, fleet,
+// schedule, next_tick, tick_overdue (a tick passed over 5 s ago
+// unvisited), late_ms, queues, eviction_policy and eviction_risk.
 //
 // # Sampling
 //

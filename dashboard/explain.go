@@ -47,26 +47,71 @@ func fmtFleet(n float64) string {
 	return "≈" + s + " processes"
 }
 
-// explainDraws fills the Drawn and Skipped cells: the slices the pace
-// timer started beside the draws, and the skipped draws split by where
-// they were held.
+// explainDraws fills the pacer's cells: the attempts (draws, the pace
+// timer's and the wakes' starts), and those held back, split by where.
+// Held back here counts attempts, not draws: it may exceed Drawn.
 func explainDraws(jv *jobView, j DocumentJob) {
-	jv.Drawn = fmtCount(j.Drawn)
+	jv.Attempts = fmtCount(j.Attempts)
+	jv.AttemptsSplit = fmtCount(j.Drawn) + " drawn"
 	if j.Timed > 0 {
-		jv.Timed = "+" + fmtCount(j.Timed) + " by the timer"
-		jv.DrawnTitle = fmtCount(j.Timed) + " more slices were started by this process's pace timer, without a draw, " +
-			"because no request enlisted in time (a quiet process): they have outcomes too, so Ran may exceed Drawn"
+		jv.AttemptsSplit += " · " + fmtCount(j.Timed) + " timer"
 	}
+	if j.Woken > 0 {
+		jv.AttemptsSplit += " · " + fmtCount(j.Woken) + " woken"
+	}
+	jv.AttemptsTitle = fmtCount(j.Drawn) + " drawn by requests' rolls, " + fmtCount(j.Timed) +
+		" started by this process's pace timer because no request enlisted in time, " + fmtCount(j.Woken) +
+		" woken by an enqueue here; the timer's and the wakes' have no draw, so Ran may exceed Drawn"
 	sk := j.Skipped
 	jv.Elsewhere = fmtCount(sk.Elsewhere)
 	jv.ElsewhereTitle = "Redis answered that the fleet holds the job: locked " + fmtCount(sk.Locked) + " (another process held the job's lock) · cooldown " +
 		fmtCount(sk.Cooldown) + " (the fleet ran it within its Every) · paused " + fmtCount(sk.Paused) + " (paused fleet-wide)"
 	jv.Here = fmtCount(sk.Gate)
-	jv.HereTitle = "held back in this process before any Redis call: most often it already knew the job was held " +
-		"(it ran here, or Redis said until when), else a slice of it running here, no free slot, the breaker open, shutting down, or the process busy"
+	jv.HereTitle = "attempts held back in this process before any Redis call: most often it already knew the job was held " +
+		"(it ran here, or Redis said until when), else a slice of it running here, no free slot, the breaker open, shutting down, or the process busy; " +
+		"it counts the timer's and the wakes' attempts too, so it may exceed Drawn, never Attempts"
 	if sk.Pressured > 0 {
 		jv.Busy = fmtCount(sk.Pressured) + " busy"
 		jv.HereTitle += " (" + fmtCount(sk.Pressured) + " of them: the process was busy, its goroutines waiting for a CPU; the job is drawn again later)"
+	}
+	failed := j.Errors + j.Timeouts + j.Panics + j.Hung
+	jv.Failed = failed > 0
+	jv.FailedCount = fmtCount(failed)
+	jv.FailedTitle = "errors " + fmtCount(j.Errors) + " (of the slice, or Redis failing its lock) · timeouts " + fmtCount(j.Timeouts) +
+		" (past the budget) · panics " + fmtCount(j.Panics) + " · hung " + fmtCount(j.Hung) + " (outlived twice the lock's TTL)"
+}
+
+// stateLabels are the words of the page for the document's states.
+var stateLabels = map[string]string{
+	StateOnTime: "on time", StateLate: "late", StateFailing: "failing", StatePaused: "paused", StateHeldBack: "held back",
+}
+
+// explainState fills the state cell, and the next due cell of a job
+// without a schedule (explainSchedule fills a scheduled job's).
+func explainState(jv *jobView, j DocumentJob, now time.Time) {
+	jv.State, jv.StateReason = j.State, j.StateReason
+	jv.StateLabel = stateLabels[j.State]
+	jv.ShowReason = j.State != StateOnTime && j.State != StatePaused // paused: the pill in the name says until when
+	if j.Schedule != "" {
+		return
+	}
+	switch {
+	case j.NextDue == nil:
+		jv.Next = "on traffic"
+		jv.NextTitle = "no Every and no schedule: the job runs when requests exit fast and draw it; nothing is ever due"
+	case !j.NextDue.After(now):
+		jv.Next = "due " + fmtAgo(now.Sub(*j.NextDue))
+		if jv.Next == "due just now" {
+			jv.Next = "due now"
+		}
+		jv.NextTitle = "the last run seen (here, or in the fleet from Redis's answers) plus Every: " + j.NextDue.Local().Format(time.RFC3339) +
+			"; late once 3 × Every pass without a run"
+	default:
+		jv.Next = "in <1s" // the page refreshes every 2 s: a fraction of a second is noise
+		if left := j.NextDue.Sub(now); left >= time.Second {
+			jv.Next = "in " + fmtLeft(left)
+		}
+		jv.NextTitle = "the last run seen (here, or in the fleet from Redis's answers) plus Every: " + j.NextDue.Local().Format(time.RFC3339)
 	}
 }
 
@@ -84,9 +129,9 @@ func explainSchedule(jv *jobView, j DocumentJob, now time.Time) {
 	}
 	switch {
 	case j.NextTick == nil:
-		jv.Next = "next: not planned"
+		jv.Next = "not planned"
 		jv.NextTitle = "this process has no tick of the job planned yet"
-	case j.TickOverdue:
+	case now.Sub(*j.NextTick) > tickLate: // the state's rule: late 1 s after the tick
 		jv.Overdue = true
 		jv.Next = "tick due " + fmtAgo(now.Sub(*j.NextTick))
 		jv.NextTitle = "this process was to visit the tick of " + j.NextTick.Local().Format(time.RFC3339) +
@@ -95,11 +140,11 @@ func explainSchedule(jv *jobView, j DocumentJob, now time.Time) {
 		// The page refreshes every 2 s: a fraction of a second is noise.
 		switch left := j.NextTick.Sub(now); {
 		case left <= 0:
-			jv.Next = "next: now"
+			jv.Next = "now"
 		case left < time.Second:
-			jv.Next = "next in <1s"
+			jv.Next = "in <1s"
 		default:
-			jv.Next = "next in " + fmtLeft(left)
+			jv.Next = "in " + fmtLeft(left)
 		}
 		jv.NextTitle = "the next tick this process visits: " + j.NextTick.Local().Format(time.RFC3339) +
 			" (Redis's clock); of a schedule with ticks under a minute apart, each process visits a share of them"

@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"math"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,11 +87,11 @@ func TestDashboardExplainsPace(t *testing.T) {
 		"new": "fleet-wide · size: learning", "alone": "fleet-wide · ≈1 process", "pair": "fleet-wide · ≈2.5 processes",
 		"many": "fleet-wide · ≈120 processes", "broken": "fleet-wide · size: learning",
 	} {
-		row := regexp.MustCompile(`(?s)<tr data-job="` + name + `".*?</tr>`).FindString(page)
+		row := jobRows(page, name)
 		for _, cell := range []string{
 			`>auto · ≈1 run / 10s<`, `<span class="aside fleet">` + want + `</span>`, `(37% now)`,
-			`"num skipped elsewhere" title="Redis answered that the fleet holds the job: locked 20 `, `>490<`, `"num skipped here" title="held back`, `>4</td>`,
-			`"num drawn">498<`, `"num ran">4<`,
+			`"num skipped elsewhere" title="Redis answered that the fleet holds the job: locked 20 `, `>490<`, `"num skipped here" title="attempts held back`, `>4</td>`,
+			`"num attempts"`, `>498<span class="aside drawn">498 drawn</span>`, `"num ran">4<`,
 		} {
 			if !strings.Contains(row, cell) {
 				t.Errorf("the %s row lacks %s:\n%s", name, cell, row)
@@ -105,20 +104,21 @@ func TestDashboardExplainsPace(t *testing.T) {
 	if !strings.Contains(page, "This process has not learnt the fleet&#39;s size yet") {
 		t.Error("the learning rows do not say so in their title")
 	}
-	fixed := regexp.MustCompile(`(?s)<tr data-job="fixed".*?</tr>`).FindString(page)
+	fixed := jobRows(page, "fixed")
 	if !strings.Contains(fixed, `<td class="num rate">5%</td>`) || strings.Contains(fixed, `class="aside fleet"`) || !strings.Contains(fixed, `>9</td>`) {
 		t.Errorf("the fixed row lost its rate, or shows a fleet:\n%s", fixed)
 	}
 
-	note := regexp.MustCompile(`(?s)<p class="note" id="jobs-note">.*?</p>`).FindString(page)
-	for _, want := range []string{"<b>Elsewhere</b>: Redis answered that the fleet holds the job", "runs about once per Every across the whole fleet, so most draws of it skip",
-		"<b>Here</b>: this process did not ask Redis, most often because it already knew the job was held", "<b>auto</b>: the recruiter paces the job to about one run per Every fleet-wide"} {
+	note := jobsNote(page)
+	for _, want := range []string{"<dt>Held back by the fleet</dt><dd>attempts that asked Redis and heard that the fleet holds the job",
+		"it runs about once per Every across the whole fleet", "<dt>Held back here</dt><dd>attempts this process stopped before any Redis call",
+		"so it may exceed the draws, never the attempts", "<dt>auto</dt><dd>the recruiter paces the job to about one run per Every fleet-wide"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("the legend lacks %q:\n%s", want, note)
 		}
 	}
-	if strings.Contains(note, "timer") {
-		t.Errorf("the legend explains the timer, which no job shows:\n%s", note)
+	if strings.Contains(note, "<dt>cron</dt>") {
+		t.Errorf("the legend explains schedules, which no job has:\n%s", note)
 	}
 
 	doc := getJSON(t, d)
@@ -129,32 +129,35 @@ func TestDashboardExplainsPace(t *testing.T) {
 	}
 }
 
-// Timed slices show beside the draws, with the legend's word on them,
-// only where a job has any.
+// The attempts split into draws, the pace timer's starts and the wakes,
+// each shown only where a job has some: held back here counts attempts,
+// so it may exceed the draws (the issue's "Skipped here > Drawn").
 func TestDashboardExplainsTimedSlices(t *testing.T) {
 	t.Parallel()
 	d := manual(t, &fakeSource{stats: recruiter.Stats{Jobs: []recruiter.JobStats{
-		{Name: "quiet", Rate: 0.1, Every: time.Second, Drawn: 2, Timed: 1234, Ran: 1236},
+		{Name: "quiet", Rate: 0.1, Every: time.Second, Drawn: 2, Timed: 1234, Woken: 40, Ran: 1236, SkippedGate: 40},
 		{Name: "busy", Rate: 0.1, Every: time.Second, Drawn: 50, Ran: 5, SkippedCooldown: 45},
 	}}})
 	page := get(t, d, http.MethodGet, "/").Body.String()
-	quiet := regexp.MustCompile(`(?s)<tr data-job="quiet".*?</tr>`).FindString(page)
-	if !strings.Contains(quiet, `title="1,234 more slices were started by this process&#39;s pace timer`) ||
-		!strings.Contains(quiet, `>2<span class="aside timed">&#43;1,234 by the timer</span></td>`) || !strings.Contains(quiet, `"num ran">1,236<`) {
-		t.Errorf("the quiet row does not explain its timed slices:\n%s", quiet)
+	quiet := jobRows(page, "quiet")
+	if !strings.Contains(quiet, `title="2 drawn by requests&#39; rolls, 1,234 started by this process&#39;s pace timer`) ||
+		!strings.Contains(quiet, `>1,276<span class="aside drawn">2 drawn · 1,234 timer · 40 woken</span></td>`) || !strings.Contains(quiet, `"num ran">1,236<`) ||
+		!strings.Contains(quiet, `"num skipped here" title="attempts held back`) || !strings.Contains(quiet, `>40</td>`) {
+		t.Errorf("the quiet row does not explain its timer's and wakes' attempts:\n%s", quiet)
 	}
-	busy := regexp.MustCompile(`(?s)<tr data-job="busy".*?</tr>`).FindString(page)
-	if !strings.Contains(busy, `<td class="num drawn">50</td>`) {
+	busy := jobRows(page, "busy")
+	if !strings.Contains(busy, `>50<span class="aside drawn">50 drawn</span>`) {
 		t.Errorf("the busy row shows timed slices it has not:\n%s", busy)
 	}
-	if !strings.Contains(page, "<b>By the timer</b>: slices this process's pace timer started because no request enlisted in time; they have no draw, so Ran may exceed Drawn.") {
-		t.Error("the legend does not explain the timer")
+	if note := jobsNote(page); !strings.Contains(note, "its pace timer started one because no request came in time (timer), or an enqueue here woke it (woken)") {
+		t.Errorf("the legend does not explain the timer:\n%s", note)
 	}
-	if strings.Contains(page, "<b>auto</b>") || strings.Contains(page, "<b>cron</b>") {
+	if strings.Contains(page, "<dt>auto</dt>") || strings.Contains(page, "<dt>cron</dt>") {
 		t.Error("the legend explains automatic pace or schedules, which no job has")
 	}
-	if doc := getJSON(t, d); doc.Jobs[0].Timed != 1234 || doc.Jobs[1].Timed != 0 {
-		t.Errorf("JSON timed %d and %d, want 1234 and 0", doc.Jobs[0].Timed, doc.Jobs[1].Timed)
+	if doc := getJSON(t, d); doc.Jobs[0].Timed != 1234 || doc.Jobs[0].Woken != 40 || doc.Jobs[0].Attempts != 1276 || doc.Jobs[1].Timed != 0 || doc.Jobs[1].Attempts != 50 {
+		t.Errorf("JSON timed, woken, attempts %d, %d, %d and timed, attempts %d, %d; want 1234, 40, 1276 and 0, 50",
+			doc.Jobs[0].Timed, doc.Jobs[0].Woken, doc.Jobs[0].Attempts, doc.Jobs[1].Timed, doc.Jobs[1].Attempts)
 	}
 }
 
@@ -178,26 +181,26 @@ func TestDashboardExplainsSchedules(t *testing.T) {
 	d := manual(t, src)
 	d.SetClock(func() time.Time { return now })
 	page := get(t, d, http.MethodGet, "/").Body.String()
-	row := func(job string) string {
-		return regexp.MustCompile(`(?s)<tr data-job="` + job + `".*?</tr>`).FindString(page)
-	}
+	row := func(job string) string { return jobRows(page, job) }
 
 	for job, cells := range map[string][]string{
 		"nightly": {
 			`<td class="num rate cron" title="cron schedule: the job runs once per tick, fleet-wide, at any traffic, in whichever process takes the tick; ticks are instants on Redis&#39;s clock. This process counted ≈3 processes visiting its ticks.">cron · <code>0 3 * * *</code>`,
-			`<span class="aside next" title="the next tick this process visits: ` + now.Add(3*time.Minute+12*time.Second).Local().Format(time.RFC3339) + ` (Redis&#39;s clock)`,
-			`>next in 3m12s</span></td>`, `"num every">–<`,
+			`<td class="num next-due" title="the next tick this process visits: ` + now.Add(3*time.Minute+12*time.Second).Local().Format(time.RFC3339) + ` (Redis&#39;s clock)`,
+			`>in 3m12s</td>`, `"num every">–<`,
 			`<td class="num last-run" title="` + now.Add(-21*time.Hour).Local().Format(time.RFC3339) + `">21h ago<span class="aside late" title="the last run in this process began 12ms after its tick`,
-			`>late 12ms</span></td>`, `<tr data-job="nightly">`,
+			`>late 12ms</span></td>`, `<tr data-job="nightly" data-state="on_time">`,
 		},
 		"stuck": {
-			`<tr data-job="stuck" class="overdue">`, `<code>*/10 * * * * *</code><span class="aside next due" title="this process was to visit the tick of ` +
-				now.Add(-12*time.Second).Local().Format(time.RFC3339) + ` (Redis&#39;s clock) and has not yet: Redis failing, the breaker open, or the previous run still holding the job&#39;s lock">tick due 12s ago</span>`,
+			`<tr data-job="stuck" data-state="late" class="late">`, `<code>*/10 * * * * *</code></td>`, `<td class="num next-due due" title="this process was to visit the tick of ` +
+				now.Add(-12*time.Second).Local().Format(time.RFC3339) + ` (Redis&#39;s clock) and has not yet: Redis failing, the breaker open, or the previous run still holding the job&#39;s lock">tick due 12s ago</td>`,
+			`<span class="aside reason">the tick of 15:09:14 UTC has not started here 12s after it</span>`,
 			`<td class="num last-run" title="no run in this process yet: each tick runs once fleet-wide, in whichever process takes it">never</td>`,
 		},
-		"ticking":   {`<tr data-job="ticking">`, `>next: now</span>`, `1s ago<span class="aside late warn" title="the last run in this process began 7s after its tick`, `>late 7s</span>`},
-		"soon":      {`>next in &lt;1s</span>`, `>never</td>`},
-		"unplanned": {`<code>@hourly</code><span class="aside next" title="this process has no tick of the job planned yet">next: not planned</span>`, `1m ago<span class="aside late"`, `>on time</span>`},
+		"ticking": {`<tr data-job="ticking" data-state="late" class="late">`, `>tick due 2s ago</td>`, `1s ago<span class="aside late warn" title="the last run in this process began 7s after its tick`, `>late 7s</span>`},
+		"soon":    {`>in &lt;1s</td>`, `>never</td>`, `data-state="on_time"`},
+		"unplanned": {`<code>@hourly</code></td>`, `<td class="num next-due" title="this process has no tick of the job planned yet">not planned</td>`,
+			`1m ago<span class="aside late"`, `>on time</span>`},
 	} {
 		r := row(job)
 		for _, cell := range cells {
@@ -213,10 +216,10 @@ func TestDashboardExplainsSchedules(t *testing.T) {
 	if fixed := row("fixed"); !strings.Contains(fixed, `<td class="num rate">5%</td>`) || strings.Contains(fixed, "cron") || strings.Contains(fixed, "aside late") {
 		t.Errorf("the fixed row shows a schedule:\n%s", fixed)
 	}
-	note := regexp.MustCompile(`(?s)<p class="note" id="jobs-note">.*?</p>`).FindString(page)
+	note := jobsNote(page)
 	for _, want := range []string{
-		"<b>cron</b>: the job runs once per tick of its schedule, fleet-wide, in whichever process takes the tick",
-		"<b>next</b> is the tick this process visits next", "<b>tick due</b>: that tick passed over 5 s ago unvisited",
+		"<dt>cron</dt><dd>the job runs once per tick of its schedule, fleet-wide, in whichever process takes the tick",
+		"<b>next due</b> is the tick this process visits next", "<b>tick due</b>: that tick passed unvisited",
 		"<b>late</b> it began after its tick are this process's",
 	} {
 		if !strings.Contains(note, want) {

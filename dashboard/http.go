@@ -152,6 +152,8 @@ type pageView struct {
 	RecentTotal int  // in the document; the page shows the first recentShown
 	ShowTasks   bool // WithTasks was given: the table shows, even empty
 	Tasks       []taskView
+	ShowQueues  bool // WithQueues was given
+	Queues      []queueView
 	CSS         template.CSS
 	JS          template.JS
 	// EvictionPolicy is the Redis server's maxmemory-policy; EvictionRisk,
@@ -164,27 +166,33 @@ type pageView struct {
 }
 
 type jobView struct {
-	Name, Color                     string
-	Rate, RateTitle, Every, Budget  string
-	Automatic                       bool
-	Fleet                           string // automatic jobs: the fleet the pace spans, or that it is being learnt
-	Spark                           string // automatic jobs: an SVG path of their rate over the window
-	Paused                          bool
-	PausedLeft, PausedUntil         string
-	Drawn, Timed, DrawnTitle, Ran   string
-	Elsewhere, ElsewhereTitle       string // skipped: held by the fleet in Redis (locked, cooldown, paused)
-	Here, Busy, HereTitle           string // skipped: held back in this process (Busy: of them, pressured)
-	Errors, Timeouts, Panics, Hung  string
-	Failed                          bool // errors, timeouts, panics or hung slices: the row is flagged
-	RowClass                        string
-	Items, PerSecond, P50, P99, Max string
-	LastRun, LastRunTitle           string
-	// A scheduled job: its expression, the tick this process visits
-	// next (Overdue: it passed unvisited), how late its last run here began.
-	Schedule, Next, NextTitle string
-	Overdue                   bool
-	Late, LateTitle           string
-	LateWarn                  bool
+	Name, Color                    string
+	State, StateLabel, StateReason string
+	ShowReason                     bool // the reason shows under the state, not only in its title
+	Rate, RateTitle, Every, Budget string
+	Automatic                      bool
+	Fleet                          string // automatic jobs: the fleet the pace spans, or that it is being learnt
+	Spark                          string // automatic jobs: an SVG path of their rate over the window
+	Paused                         bool
+	PausedLeft, PausedUntil        string
+	Attempts, AttemptsSplit        string // drawn + timer + woken, and the split
+	AttemptsTitle, Ran, Slices     string
+	Elsewhere, ElsewhereTitle      string // held back by the fleet in Redis (locked, cooldown, paused)
+	Here, Busy, HereTitle          string // held back in this process (Busy: of them, pressured)
+	Errors, Timeouts, Panics, Hung string
+	FailedCount, FailedTitle       string
+	Failed                         bool // errors, timeouts, panics or hung slices: the cell is flagged
+	RowClass                       string
+	Items, PerSecond, P50, P99     string
+	Max                            string
+	LastRun, LastRunTitle          string
+	// When the job is next due (Overdue: a tick passed unvisited), and of
+	// a scheduled job its expression and how late its last run here began.
+	Next, NextTitle string
+	Overdue         bool
+	Schedule        string
+	Late, LateTitle string
+	LateWarn        bool
 }
 
 type recentView struct {
@@ -207,6 +215,7 @@ func (d *Dashboard) view(doc Document) pageView {
 		EvictionPolicy: doc.EvictionPolicy, EvictionRisk: doc.EvictionRisk,
 		CSS: template.CSS(dashboardCSS), JS: template.JS(dashboardJS),
 		ShowTasks: len(d.cfg.tasks) > 0, Tasks: taskViews(doc.Tasks),
+		ShowQueues: len(d.cfg.queues) > 0, Queues: queueViews(doc.Queues),
 	}
 	times := make([]time.Time, len(doc.Samples))
 	for i, s := range doc.Samples {
@@ -218,10 +227,9 @@ func (d *Dashboard) view(doc Document) pageView {
 		jv := jobView{
 			Name: j.Name, Color: color,
 			Automatic: j.Automatic, Every: fmtMS(j.EveryMS), Budget: fmtMS(j.BudgetMS),
-			Ran:    fmtCount(j.Ran),
+			Ran: fmtCount(j.Ran), Slices: fmtCount(j.Slices),
 			Errors: fmtCount(j.Errors), Timeouts: fmtCount(j.Timeouts), Panics: fmtCount(j.Panics), Hung: fmtCount(j.Hung),
-			Failed: j.Errors+j.Timeouts+j.Panics+j.Hung > 0,
-			Items:  fmtCount(j.Items), PerSecond: "–",
+			Items: fmtCount(j.Items), PerSecond: "–",
 			P50: fmtMS(j.SliceP50MS), P99: fmtMS(j.SliceP99MS), Max: fmtMS(j.SliceMaxMS),
 			LastRun: "never",
 		}
@@ -231,6 +239,7 @@ func (d *Dashboard) view(doc Document) pageView {
 			explainRate(&jv, j)
 		}
 		explainDraws(&jv, j)
+		explainState(&jv, j, now)
 		v.AnyAutomatic = v.AnyAutomatic || j.Automatic
 		v.AnySchedule = v.AnySchedule || j.Schedule != ""
 		v.AnyTimed = v.AnyTimed || j.Timed > 0
@@ -256,17 +265,14 @@ func (d *Dashboard) view(doc Document) pageView {
 		if j.LastRun != nil {
 			jv.LastRun, jv.LastRunTitle = fmtAgo(now.Sub(*j.LastRun)), j.LastRun.Local().Format(time.RFC3339)
 		}
-		var classes []string
-		if jv.Failed {
-			classes = append(classes, "failing")
+		switch j.State {
+		case StateFailing:
+			jv.RowClass = "failing"
+		case StatePaused:
+			jv.RowClass = "paused"
+		case StateLate, StateHeldBack:
+			jv.RowClass = "late"
 		}
-		if jv.Paused {
-			classes = append(classes, "paused")
-		}
-		if jv.Overdue {
-			classes = append(classes, "overdue")
-		}
-		jv.RowClass = strings.Join(classes, " ")
 		v.Jobs = append(v.Jobs, jv)
 
 		s := series{name: j.Name, color: color, values: make([]float64, len(doc.Samples))}

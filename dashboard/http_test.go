@@ -197,7 +197,7 @@ func TestDashboardHTML(t *testing.T) {
 	}
 
 	row := func(job string) string {
-		m := regexp.MustCompile(`(?s)<tr data-job="` + job + `".*?</tr>`).FindString(page)
+		m := jobRows(page, job)
 		if m == "" {
 			t.Fatalf("no row for %s in:\n%s", job, page)
 		}
@@ -205,11 +205,15 @@ func TestDashboardHTML(t *testing.T) {
 	}
 	tidy := row("tidy-stale")
 	for _, cell := range []string{
-		`"num rate">5%<`, `"num every">10s<`, `"num budget">50ms<`, `"num drawn">1,234<`, `"num ran">321<`,
+		`"num rate">5%<`, `"num every">10s<`, `"num budget">50ms<`, `>1,234<span class="aside drawn">1,234 drawn</span>`, `"num ran">321<`,
 		`"num skipped elsewhere" title="Redis answered that the fleet holds the job: locked 7 (another process held the job&#39;s lock) · cooldown 800 (the fleet ran it within its Every) · paused 3 (paused fleet-wide)">810<`,
-		`"num skipped here" title="held back in this process before any Redis call: `, `(12 of them: the process was busy`,
-		`>90<span class="aside busy">12 busy</span></td>`, `<tr data-job="tidy-stale" class="failing">`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
-		`"num items strong">98,765<`, `"num p50">1.5ms<`, `"num p99" title="max 48ms">42ms<`, `>3s ago<`,
+		`"num skipped here" title="attempts held back in this process before any Redis call: `, `(12 of them: the process was busy`,
+		`>90<span class="aside busy">12 busy</span></td>`, `"num errors bad">4<`, `"num timeouts warn">2<`, `"num panics bad">1<`,
+		// Its newest run succeeded: on time, its failures counted, flagged.
+		`<tr data-job="tidy-stale" data-state="on_time">`, `<span class="state-pill s-on_time" title="a run seen within 3 × Every = 30s">on time</span></td>`,
+		`<td class="num failed bad" title="errors 4 (of the slice, or Redis failing its lock) · timeouts 2 (past the budget) · panics 1 · hung 0`, `>7</td>`,
+		`<td class="num next-due" title="the last run seen`, `>in 7s</td>`,
+		`"num items strong">98,765<`, `<td class="num slice" title="max 48ms"><span class="p50">1.5ms</span> · <span class="p99">42ms</span></td>`, `>3s ago<`,
 	} {
 		if !strings.Contains(tidy, cell) {
 			t.Errorf("the tidy-stale row lacks %s:\n%s", cell, tidy)
@@ -221,11 +225,12 @@ func TestDashboardHTML(t *testing.T) {
 	}
 	drain := row("drain")
 	for _, cell := range []string{`"num items strong">240<`, `"num per-second">40<`, `"num errors">0<`, `>never<`, `"num every">1m<`,
-		`<tr data-job="drain" class="paused">`, `class="pill warn paused"`, `>paused · 1m30s left<`,
+		`<tr data-job="drain" data-state="paused" class="paused">`, `class="pill warn paused"`, `>paused · 1m30s left<`,
+		`<span class="state-pill s-paused" title="paused fleet-wide until 2026-03-14T15:10:59Z">paused</span></td>`,
 		`title="paused fleet-wide until ` + t0.Add(93*time.Second).Local().Format(time.RFC3339) + `"`,
 		`"num rate auto"`, `>auto · ≈1 run / 1m<svg class="spark c1"`, `<span class="aside fleet">fleet-wide · ≈12 processes</span></td>`,
 		`This process learnt a fleet of ≈12 processes`, `(50% now)`,
-		`"num drawn" title="3 more slices were started by this process&#39;s pace timer`, `>17<span class="aside timed">&#43;3 by the timer</span></td>`,
+		`"num attempts" title="17 drawn by requests&#39; rolls, 3 started by this process&#39;s pace timer`, `>20<span class="aside drawn">17 drawn · 3 timer</span></td>`,
 		`"num ran">20<`} {
 		if !strings.Contains(drain, cell) {
 			t.Errorf("the drain row lacks %s:\n%s", cell, drain)

@@ -29,6 +29,9 @@ type Document struct {
 	// Tasks holds the counts of each task type of the [WithTasks]
 	// sources, in their order, each sorted by type; empty without one.
 	Tasks []DocumentTask `json:"tasks"`
+	// Queues holds the depth of each [WithQueues] source, in their
+	// order, as last read (at most 2 s before Now); empty without one.
+	Queues []DocumentQueue `json:"queues"`
 	// EvictionPolicy is the Redis server's maxmemory-policy as the
 	// recruiter last read it; "" until read, or if the server refused.
 	EvictionPolicy string `json:"eviction_policy"`
@@ -43,6 +46,22 @@ type Document struct {
 // [recruiter.JobStats].
 type DocumentJob struct {
 	Name string `json:"name"`
+	// State is the job's health at Now, the first that applies of
+	// [StatePaused], [StateFailing], [StateLate], [StateHeldBack] and
+	// [StateOnTime]; StateReason says why in a sentence. Late: no run
+	// seen for 3 × Every, here or in the fleet (Redis answering that the
+	// job is locked or cooling down counts as a run seen; of an automatic
+	// job, 3 × Every × its Fleet), or of a schedule, a tick not started
+	// here 1 s after it or a last run here that began over 1 s after its
+	// tick; failing: its newest run here failed; held back: this process,
+	// busy, held it back in the last 10 s. A job without Every or a
+	// schedule is never late.
+	State       string `json:"state"`
+	StateReason string `json:"state_reason"`
+	// NextDue is when the job is next due: a schedule's next tick here
+	// (as NextTick), or the last run seen plus Every; null without Every
+	// or a schedule, or while no tick is planned.
+	NextDue *time.Time `json:"next_due"`
 	// Rate is the job's share of enlistments now: its fixed Rate, or,
 	// for an Automatic or scheduled job, what the recruiter set last,
 	// which says nothing of how often the job runs.
@@ -73,19 +92,25 @@ type DocumentJob struct {
 	LateMS *float64 `json:"late_ms"`
 	// PausedUntil is when the job's fleet-wide pause ends, as the
 	// recruiter last learnt it; absent unless the job is paused at Now.
-	PausedUntil time.Time       `json:"paused_until,omitzero"`
-	EveryMS     float64         `json:"every_ms"` // 0: no Every
-	BudgetMS    float64         `json:"budget_ms"`
-	Drawn       uint64          `json:"drawn"`
-	Timed       uint64          `json:"timed"` // slices the pace timer started without a draw: outcomes may outnumber Drawn
-	Ran         uint64          `json:"ran"`
-	Skipped     DocumentSkipped `json:"skipped"`
-	Errors      uint64          `json:"errors"`
-	Timeouts    uint64          `json:"timeouts"`
-	Panics      uint64          `json:"panics"`
-	Hung        uint64          `json:"hung"`
-	Slices      uint64          `json:"slices"`
-	Items       uint64          `json:"items"`
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	EveryMS     float64   `json:"every_ms"` // 0: no Every
+	BudgetMS    float64   `json:"budget_ms"`
+	Drawn       uint64    `json:"drawn"`
+	Timed       uint64    `json:"timed"` // slices the pace timer started without a draw: outcomes may outnumber Drawn
+	Woken       uint64    `json:"woken"` // slices an enqueue here asked for, without a draw
+	// Attempts is Drawn + Timed + Woken: every attempt to run a slice,
+	// each ending held back (Skipped), with an outcome, or with a drawn
+	// request that was not a fast exit. Skipped.Gate counts attempts, so
+	// it may exceed Drawn, never Attempts.
+	Attempts uint64          `json:"attempts"`
+	Ran      uint64          `json:"ran"`
+	Skipped  DocumentSkipped `json:"skipped"`
+	Errors   uint64          `json:"errors"`
+	Timeouts uint64          `json:"timeouts"`
+	Panics   uint64          `json:"panics"`
+	Hung     uint64          `json:"hung"`
+	Slices   uint64          `json:"slices"`
+	Items    uint64          `json:"items"`
 	// ItemsPerSecond is the rate of the latest sample; null before the
 	// sampler has two samples of the job.
 	ItemsPerSecond *float64   `json:"items_per_second"`
@@ -155,6 +180,7 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		return Document{}, err
 	}
 	samples, skipped := d.samples()
+	seen := d.observe(stats, now)
 	doc := Document{
 		Title:          d.cfg.title,
 		Now:            now.UTC(),
@@ -171,6 +197,7 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 		Samples:        make([]DocumentSample, 0, len(samples)),
 		Recent:         make([]DocumentRecruitment, 0, len(stats.Recent)),
 		Tasks:          taskRows,
+		Queues:         d.queueRows(now),
 	}
 	for _, g := range d.cfg.gauges {
 		doc.Gauges = append(doc.Gauges, g.name)
@@ -198,7 +225,7 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 	for _, js := range stats.Jobs {
 		dj := DocumentJob{
 			Name: js.Name, Rate: js.Rate, Automatic: js.Automatic, Fleet: finiteOrZero(js.Fleet), EveryMS: ms(js.Every), BudgetMS: ms(js.Budget),
-			Drawn: js.Drawn, Timed: js.Timed, Ran: js.Ran,
+			Drawn: js.Drawn, Timed: js.Timed, Woken: js.Woken, Attempts: js.Drawn + js.Timed + js.Woken, Ran: js.Ran,
 			Skipped: DocumentSkipped{
 				Total: js.Skipped(), Elsewhere: js.SkippedLocked + js.SkippedCooldown + js.SkippedPaused,
 				Locked: js.SkippedLocked, Cooldown: js.SkippedCooldown, Paused: js.SkippedPaused,
@@ -231,6 +258,7 @@ func (d *Dashboard) document(now time.Time) (Document, error) {
 				dj.LateMS = &late
 			}
 		}
+		health(&dj, js, stats.Recent, seen[js.Name], now)
 		doc.Jobs = append(doc.Jobs, dj)
 	}
 	for _, r := range stats.Recent {

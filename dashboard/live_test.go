@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +75,8 @@ func TestDashboardShowsALiveRecruiter(t *testing.T) {
 	}
 
 	page := get(t, d, http.MethodGet, "/", "Accept", browserAccept).Body.String()
-	row := regexp.MustCompile(`(?s)<tr data-job="steal-seven".*?</tr>`).FindString(page)
-	for _, cell := range []string{`"num drawn">3<`, `"num ran">3<`, `"num items strong">21<`, `"num rate">100%<`} {
+	row := jobRows(page, "steal-seven")
+	for _, cell := range []string{`>3<span class="aside drawn">3 drawn</span>`, `data-state="on_time"`, `"num ran">3<`, `"num items strong">21<`, `"num rate">100%<`} {
 		if !strings.Contains(row, cell) {
 			t.Errorf("the row lacks %s:\n%s", cell, row)
 		}

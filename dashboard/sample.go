@@ -56,6 +56,7 @@ func (d *Dashboard) sampleAt(now time.Time) {
 		d.mu.Unlock()
 		return
 	}
+	d.observe(stats, now)
 	gauges := d.readGauges()
 
 	d.mu.Lock()

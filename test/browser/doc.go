@@ -4,7 +4,8 @@
 // a server that stopped answering as stale, and explains its numbers
 // where they stand (the eviction banner, the skipped draws split under
 // one header, automatic pace and its fleet, a cron schedule's next tick
-// and lateness). It holds tests only,
+// and lateness), and at 1280 × 800 opens on each job's state with every
+// jobs-table column inside the viewport. It holds tests only,
 // behind the build tag browser.
 //
 // # Running
@@ -14,5 +15,6 @@
 // installs chromium when missing (Debian/Ubuntu) and runs
 // go test -tags browser in this folder; the tests need /usr/bin/chromium
 // and a redis-server, as the rest of the suite does.
-// WORKSTEAL_DASHBOARD_PNG=/tmp/dashboard.png keeps a screenshot.
+// WORKSTEAL_DASHBOARD_PNG=/tmp/dashboard.png keeps a screenshot at 1280 px
+// (docs/dashboard.png): go test -tags browser -run Fits1280 ./browser/.
 package browser
