@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/worksteal/worksteal/internal/drain"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -84,7 +85,7 @@ func QueueDepth(q *queue.Queue, cfg DepthConfig) (recruiter.Job, error) {
 		return nil, err
 	}
 	j := &depthJob{
-		queueMark: worksqueue.New(q.Config().Prefix, q.Name()),
+		queueMark: worksqueue.New(q.Config().Prefix, q.Name(), qstore.ScriptCommands),
 		name:      cmp.Or(cfg.Name, drain.JobName("depth", q.Name())),
 		q:         q,
 		cfg:       cfg,

@@ -70,6 +70,6 @@ func (s queueStep) job(q *queue.Queue, cfg Batching) (recruiter.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j.(*batchedJob).queueMark = worksqueue.New(q.Config().Prefix, q.Name())
+	j.(*batchedJob).queueMark = worksqueue.New(q.Config().Prefix, q.Name(), qstore.ScriptCommands)
 	return j, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/worksteal/worksteal/internal/joblock"
+	"github.com/worksteal/worksteal/internal/worksqueue"
 )
 
 // Errors that [Recruiter.Check] wraps, one per kind of problem, so that a
@@ -50,7 +50,10 @@ var (
 // needs Redis 7 or later (redis.acl_check_cmd); against 6.2 it is left out.
 //
 // Check writes nothing: each command is tried with redis.acl_check_cmd in
-// one read-only script, not run. A queue's scripts are not covered.
+// one read-only script, not run. The queues that its registered jobs of
+// packages jobs and tasks work are covered too, each on a key of its own
+// (their commands are those of every queue script); a queue that no
+// registered job works is not.
 //
 // Do not gate a readiness probe on it, nor on Redis at all: stolen work
 // is optional, and a Redis outage must not take the fleet out of its load
@@ -131,9 +134,6 @@ end
 return denied
 `)
 
-// scriptCall finds the commands a script calls.
-var scriptCall = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
-
 // recruiterCommands maps each command the recruiter sends, itself or in a
 // script, to what sends it.
 func recruiterCommands() map[string][]string {
@@ -151,12 +151,7 @@ func recruiterCommands() map[string][]string {
 		"lock_seat.lua":    seatSource,
 		"pause.lua":        joblock.PauseSource(),
 	} {
-		for _, m := range scriptCall.FindAllStringSubmatch(src, -1) {
-			c := strings.ToLower(m[1])
-			if !slices.Contains(uses[c], name) {
-				uses[c] = append(uses[c], name)
-			}
-		}
+		worksqueue.AddCommands(uses, name, src)
 	}
 	for _, v := range uses {
 		sort.Strings(v)
@@ -165,13 +160,35 @@ func recruiterCommands() map[string][]string {
 }
 
 // checkACL runs aclProbe for the recruiter's commands on a lock key (the
-// registry's key shares the prefix's patterns: docs/redis.md).
+// registry's key shares the prefix's patterns: docs/redis.md), then for
+// the commands of the scripts of each queue its jobs work, on a key of
+// that queue.
 func (r *Recruiter) checkACL(ctx context.Context, c redis.Scripter, where string) error {
 	key := joblock.Key(r.cfg.Prefix, "check")
-	if es := r.jobs.Load().entries; len(es) > 0 {
-		key = es[0].lock.key
+	entries := r.jobs.Load().entries
+	if len(entries) > 0 {
+		key = entries[0].lock.key
 	}
-	uses := recruiterCommands()
+	err := r.probeACL(ctx, c, where, key, recruiterCommands(), "the recruiter")
+	if errors.Is(err, ErrRedisUnreachable) {
+		return err
+	}
+	errs := []error{err}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		qkey, uses, ok := worksqueue.Commands(e.job)
+		if !ok || seen[qkey] {
+			continue
+		}
+		seen[qkey] = true
+		errs = append(errs, r.probeACL(ctx, c, where, qkey, uses, "the queue scripts of job "+e.name))
+	}
+	return errors.Join(errs...)
+}
+
+// probeACL runs aclProbe for the commands of uses on key, on behalf of
+// who, and says which the user lacks.
+func (r *Recruiter) probeACL(ctx context.Context, c redis.Scripter, where, key string, uses map[string][]string, who string) error {
 	args := []any{key}
 	for _, cmd := range slices.Sorted(maps.Keys(uses)) {
 		args = append(args, cmd)
@@ -195,11 +212,10 @@ func (r *Recruiter) checkACL(ctx context.Context, c redis.Scripter, where string
 		lacks = append(lacks, fmt.Sprintf("%s (%s)", cmd, strings.Join(uses[cmd], ", ")))
 		grant = append(grant, "+"+cmd)
 	}
-	return fmt.Errorf("%w%s: the user may not run %s on %s; grant %s on keys %s:* (docs/redis.md#acl-permissions)",
-		ErrRedisDenied, where, strings.Join(lacks, ", "), key, strings.Join(grant, " "), r.cfg.Prefix)
+	return fmt.Errorf("%w%s: for %s, the user may not run %s on %s; grant %s on keys %s:* (docs/redis.md#acl-permissions)",
+		ErrRedisDenied, where, who, strings.Join(lacks, ", "), key, strings.Join(grant, " "), r.cfg.Prefix)
 }
 
-// isDenied reports an ACL refusal.
 func isDenied(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOPERM")
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/worksteal/worksteal/internal/redistest"
 	"github.com/worksteal/worksteal/internal/testing/testrig"
+	"github.com/worksteal/worksteal/jobs"
+	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
 )
 
@@ -210,5 +212,54 @@ func TestWarnNamesRefusedDial(t *testing.T) {
 	t.Log(first)
 	if !strings.Contains(first, "connection refused") || !strings.Contains(first, addr) {
 		t.Fatalf("first warning %q, want it to name the refused dial to %s", first, addr)
+	}
+}
+
+// workerGrant is docs/redis.md's grant of a worker, its commands only.
+const workerGrant = "+evalsha +eval +blmove +time +get +exists +pexpire +pttl +incr +hget +hmget +hset +hdel +hexists +hgetall +hkeys +lpush +rpush +lindex +llen +lrange +ltrim +sadd +srem +smembers +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore +zremrangebyscore +info +command +cluster|slots +asking"
+
+// TestCheckACLOfQueueScripts: the queues that registered jobs work are
+// checked too: a worker's documented grant passes; without +ltrim, which
+// only the queue's scripts call, Check names it, the scripts and the job.
+func TestCheckACLOfQueueScripts(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		grant string
+		want  []string // nil: Check passes
+	}{
+		{workerGrant, nil},
+		{strings.Replace(workerGrant, " +ltrim", "", 1), []string{"ltrim", "claim.lua", "job drain-mail", "{worksteal:q:mail}"}},
+	} {
+		rdb := aclClient(t, srv, c.grant)
+		q, err := queue.New(rdb, "mail", queue.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain, err := jobs.Drain(q, func(context.Context, queue.Item) ([]byte, error) { return nil, nil }, jobs.DrainConfig{Batching: jobs.Batching{Name: "drain-mail"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecruiter(t, rdb, recruiter.Config{Prefix: "worksteal"}, nil)
+		mustRegister(t, rec, drain, recruiter.JobConfig{Every: time.Hour})
+		err = rec.Check(ctx)
+		if c.want == nil {
+			if err != nil {
+				t.Errorf("Check with the worker's grant = %v, want nil", err)
+			}
+			continue
+		}
+		if !errors.Is(err, recruiter.ErrRedisDenied) {
+			t.Fatalf("Check without +ltrim = %v, want ErrRedisDenied", err)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Check = %v, want it to name %q", err, want)
+			}
+		}
+	}
+	if n := srv.Client(t).DBSize(ctx).Val(); n != 0 {
+		t.Errorf("Check left %d keys, want none", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/names"
+	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/worksqueue"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/recruiter"
@@ -86,7 +87,7 @@ func (t Task[A, R]) Periodic(c *Client, name string, args A, opts ...EnqueueOpti
 		}
 		return recruiter.Report{Items: 1}, nil
 	})
-	return periodicJob{run, worksqueue.New(c.q.Config().Prefix, c.q.Name())}, nil
+	return periodicJob{run, worksqueue.New(c.q.Config().Prefix, c.q.Name(), qstore.ScriptCommands)}, nil
 }
 
 // periodicJob is a periodic task's job, which says what queue it fills

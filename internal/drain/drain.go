@@ -42,7 +42,7 @@ func New(q *queue.Queue, handler Handler, cfg Config) (recruiter.Job, error) {
 		return nil, fmt.Errorf("%w: Concurrency %d is not in [1, %d]", ErrInvalidConfig, cfg.Concurrency, concurrencyMax)
 	}
 	return &drainJob{q: qstore.Of(q), handler: handler, cfg: cfg, name: cmp.Or(cfg.Name, JobName("drain", q.Name())),
-		queueMark: worksqueue.New(q.Config().Prefix, q.Name())}, nil
+		queueMark: worksqueue.New(q.Config().Prefix, q.Name(), qstore.ScriptCommands)}, nil
 }
 
 type drainJob struct {

@@ -3,10 +3,13 @@ package qstore
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/worksteal/worksteal/internal/worksqueue"
 )
 
 // luaFiles are the scripts and the parts they share (lanes.lua, types.lua,
@@ -112,4 +115,16 @@ func needsOf(name string) ([]string, error) {
 		needs = append(needs, p)
 	}
 	return needs, nil
+}
+
+// ScriptCommands maps each command that a queue script calls to the
+// scripts and parts that call it, for the recruiter's ACL check.
+func ScriptCommands() map[string][]string {
+	uses := map[string][]string{}
+	names, _ := fs.Glob(luaFiles, "*.lua")
+	for _, name := range names {
+		src, _ := luaFiles.ReadFile(name)
+		worksqueue.AddCommands(uses, name, string(src))
+	}
+	return uses
 }
