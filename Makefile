@@ -47,10 +47,9 @@ BIN         := $(CURDIR)/.bin
 # A built binary rather than go run: go run exits 1 on Ctrl-C even when
 # the example shuts down cleanly (golang/go#40467).
 # ARGS are the example's flags: make run ARGS='-traffic=false'.
+# scripts/run-example.sh says every 5 s that the build goes on.
 run:
-	@echo "building the example: the first build downloads and compiles its dependencies (a minute or two); later ones take seconds"
-	$(GOMOD) -C example build -o "$(BIN)/worksteal-example" .
-	exec "$(BIN)/worksteal-example" $(ARGS)
+	@GO="$(GO)" ./scripts/run-example.sh "$(BIN)/worksteal-example" $(ARGS)
 
 test: redis-server
 	$(call each,$(GOMOD) test -race -count=1 ./...)

@@ -71,7 +71,7 @@ func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Lo
 	}
 	a := &app{rdb: rdb, rec: rec, logger: logger, orders: orders, client: client, sessions: sessions,
 		mux: tasks.NewMux(tasks.WithMeterProvider(meters), tasks.WithTracerProvider(tracers))}
-	if err := a.registerOrderTasks(); err != nil {
+	if err := errors.Join(a.registerOrderTasks(), reportTask.Handle(a.mux, a.salesReport)); err != nil {
 		return nil, err
 	}
 	return a, nil

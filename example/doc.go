@@ -1,8 +1,8 @@
 // Command example is worksteal's first contact: a small shop served on
 // net/http, echo and gRPC at once, whose cheap answers (catalog cache
 // hits, orders already confirmed) do its background work. There is no
-// cron job and no daemon: every chore below runs in slices lent by
-// requests.
+// worker and no cron daemon: every chore below runs in slices lent by
+// requests, or once per tick of its schedule, in the service itself.
 //
 //	go run ./example                                  # embedded Redis (miniredis), built-in traffic
 //	REDIS_URL=redis://localhost:6379/0 go run ./example
@@ -67,6 +67,15 @@
 //   - depth.orders reads the orders queue's depth every 5s, fleet-wide,
 //     for the metrics (jobs.QueueDepth): worksteal.queue.depth by state
 //     and worksteal.queue.oldest_pending.
+//   - nightly-report enqueues a report.sales task once per tick of its
+//     cron schedule (tasks.Task.Periodic), every 10s here where a shop's
+//     would be nightly ("0 3 * * *"); tasks.orders runs it, and it stores
+//     the sales counts in example:report:sales.
+//   - trim-popular keeps the read counts of the 100 most read items, a
+//     plain job on a schedule (recruiter.JobConfig.Schedule), every 15s.
+//
+// The scheduled jobs show on the dashboard with their next tick, and in
+// /metrics as worksteal.job.next_tick.
 //
 // At start the example seeds a worker's "crash" (orders claimed with a
 // 1ms lease and abandoned) and expired sessions, so that every chore has

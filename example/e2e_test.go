@@ -232,6 +232,8 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 		"evict.sessions":  func(n uint64) bool { return n == seedExpired },
 		"refresh-popular": func(n uint64) bool { return n > 0 },
 		"depth.orders":    func(n uint64) bool { return n == 0 }, // a reading is no item
+		reportJob:         func(n uint64) bool { return n > 0 },  // a tick's task enqueued
+		trimJob:           func(uint64) bool { return true },     // nothing to trim is fine
 	}
 	reported := map[string]bool{} // a job's errors, said once
 	eventually(t, "every job did its work", func(context.Context) error {
@@ -283,6 +285,9 @@ func checkJobsDidTheirWork(t *testing.T, adminAddr string) {
 			t.Errorf("/metrics: %s sums to %v, want > 0", name, metrics[name])
 		}
 	}
+	// Each scheduled job's next tick, as the Grafana board's schedule
+	// panels read it.
+	checkNextTicks(t, adminAddr)
 }
 
 // decodeDashboard decodes the dashboard's JSON.
@@ -315,12 +320,19 @@ func checkGauges(doc dashboard.Document) error {
 
 // checkTasks says whether the dashboard shows the orders' three task
 // types, each with its steps of the seeded orders done, and some
-// confirmations retried (every tenth order's first send fails).
+// confirmations retried (every tenth order's first send fails); and the
+// report task, with a tick's report done.
 func checkTasks(doc dashboard.Document) error {
-	if len(doc.Tasks) != len(orderSteps) {
-		return fmt.Errorf("tasks %+v, want %v", doc.Tasks, orderSteps)
+	if len(doc.Tasks) != len(orderSteps)+1 {
+		return fmt.Errorf("tasks %+v, want %v and %s", doc.Tasks, orderSteps, reportTask.Type())
 	}
 	for _, tk := range doc.Tasks {
+		if tk.Type == reportTask.Type() {
+			if tk.Done == 0 || tk.Dead != 0 {
+				return fmt.Errorf("task %+v, want a report done and none dead", tk)
+			}
+			continue
+		}
 		if tk.Done < seedStale || tk.Dead != 0 {
 			return fmt.Errorf("task %+v, want at least %d done and none dead", tk, seedStale)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -154,7 +155,7 @@ func TestConnectRedisClusterTLS(t *testing.T) {
 			}
 		}()
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		_, _, err = connectRedis(ctx, options{redisAddrs: ln.Addr().String(), redisTLS: tc.tls}, io.Discard)
+		_, _, err = connectRedis(ctx, options{redisAddrs: ln.Addr().String(), redisTLS: tc.tls}, io.Discard, slog.New(slog.DiscardHandler))
 		cancel()
 		ln.Close()
 		if err == nil {

@@ -32,7 +32,7 @@ const (
 // worker's expired leases, so the queue needs no other job; each chore runs at most once per Every across all the
 // processes sharing the Redis, and sooner again while a backlog remains.
 // depth.orders reads the queue's depth for the metrics (meters), one
-// process at a time.
+// process at a time. Last, the scheduled jobs (schedules.go).
 func (a *app) registerJobs(meters metric.MeterProvider) error {
 	drain, err := a.mux.Job(a.orders, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
 	if err != nil {
@@ -57,6 +57,7 @@ func (a *app) registerJobs(meters metric.MeterProvider) error {
 		a.rec.Register(evict, recruiter.JobConfig{Every: time.Second}),
 		a.rec.Register(recruiter.Func("refresh-popular", a.refreshPopular),
 			recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
+		a.registerSchedules(),
 	)
 }
 

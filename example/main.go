@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}
 	defer lns.close()
 
-	rdb, closeRedis, err := connectRedis(ctx, o, out)
+	rdb, closeRedis, err := connectRedis(ctx, o, out, logger)
 	if err != nil {
 		return err
 	}

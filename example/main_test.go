@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/worksteal/worksteal/telemetry"
 )
 
 func TestMain(m *testing.M) {
@@ -153,4 +156,109 @@ func TestOrderValidate(t *testing.T) {
 			t.Errorf("%+v.validate() = %v, want ok %t (errors wrapping errBadOrder)", tc.o, err, tc.ok)
 		}
 	}
+}
+
+// TestRunOnEmbeddedRedis runs the example as `make run` does, on its
+// embedded Redis, without traffic: it says once that this Redis is not
+// for production, logs nothing of maxmemory or eviction once the
+// recruiter has read the policy, and its /metrics has the scheduled
+// jobs' next ticks.
+func TestRunOnEmbeddedRedis(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"-http=127.0.0.1:0", "-echo=127.0.0.1:0", "-grpc=127.0.0.1:0", "-admin=127.0.0.1:0", "-redis=", "-traffic=false"}, pw)
+		pw.Close()
+		done <- err
+	}()
+	var lines []string
+	listening := make(chan string, 1)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
+				listening <- m[4]
+			}
+		}
+	}()
+	select {
+	case addr := <-listening:
+		checkEmbeddedEviction(t, addr)
+		checkNextTicks(t, addr)
+	case err := <-done:
+		t.Fatalf("run returned before listening: %v", err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("run after its context ended: %v, want nil", err)
+	}
+	<-drained
+	checkEmbeddedLog(t, lines)
+}
+
+// checkNextTicks checks that /metrics has each scheduled job's next tick.
+func checkNextTicks(t *testing.T, adminAddr string) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.Transport.(*http.Transport).CloseIdleConnections()
+	nextTick := promName(telemetry.MetricJobNextTick) + "_seconds{"
+	eventually(t, "/metrics has the scheduled jobs' next ticks", func(context.Context) error {
+		_, body := httpDo(t, client, http.MethodGet, "http://"+adminAddr+"/metrics", "")
+		for _, job := range []string{reportJob, trimJob} {
+			found := false
+			for line := range strings.Lines(string(body)) {
+				found = found || strings.HasPrefix(line, nextTick) && strings.Contains(line, `="`+job+`"`)
+			}
+			if !found {
+				return fmt.Errorf("no %s...} of job %s", nextTick, job)
+			}
+		}
+		return nil
+	})
+}
+
+// checkEmbeddedLog checks what the example logs of its embedded Redis:
+// one INFO line saying it is not for production, and nothing of
+// maxmemory or eviction, settings miniredis does not have.
+func checkEmbeddedLog(t *testing.T, lines []string) {
+	t.Helper()
+	about := regexp.MustCompile(`(?i)maxmemory|eviction`)
+	embedded := 0
+	for _, l := range lines {
+		if about.MatchString(l) {
+			t.Errorf("the example logs, on its embedded Redis: %s", l)
+		}
+		if strings.Contains(l, "level=INFO") && strings.Contains(l, "embedded miniredis") && strings.Contains(l, "not for production") {
+			embedded++
+		}
+	}
+	if embedded != 1 {
+		t.Errorf("%d INFO lines say the Redis is an embedded one, not for production; want 1", embedded)
+	}
+}
+
+// checkEmbeddedEviction checks that the recruiter read the embedded
+// Redis's eviction policy, noeviction (connectRedis answers INFO memory
+// for it), rather than failing to read it.
+func checkEmbeddedEviction(t *testing.T, adminAddr string) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.Transport.(*http.Transport).CloseIdleConnections()
+	eventually(t, "the dashboard shows the policy noeviction", func(context.Context) error {
+		_, body := httpDo(t, client, http.MethodGet, "http://"+adminAddr+"/debug/worksteal?format=json", "")
+		doc, err := decodeDashboard(body)
+		if err != nil {
+			return err
+		}
+		if doc.EvictionPolicy != "noeviction" || doc.EvictionRisk != "" {
+			return fmt.Errorf("eviction policy %q, risk %q; want noeviction, none", doc.EvictionPolicy, doc.EvictionRisk)
+		}
+		return nil
+	})
 }

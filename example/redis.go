@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -19,16 +20,19 @@ import (
 // $REDIS_USERNAME and $REDIS_PASSWORD, over TLS with -redis-tls or
 // -redis-ca), a Redis server (-redis, a redis:// or rediss:// URL whose
 // TLS, user, password and database it honours), or else an embedded
-// miniredis. It says which.
-func connectRedis(ctx context.Context, o options, out io.Writer) (redis.UniversalClient, func(), error) {
+// miniredis. It says which: on out, or for the embedded one in an INFO
+// line of logger.
+func connectRedis(ctx context.Context, o options, out io.Writer, logger *slog.Logger) (redis.UniversalClient, func(), error) {
 	if o.redisURL == "" && o.redisAddrs == "" {
 		mr := miniredis.NewMiniRedis()
 		mr.ClockTTL(true) // expire keys by the wall clock, as Redis does; lock cooldowns rely on it
 		if err := mr.Start(); err != nil {
 			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
 		}
-		fmt.Fprintf(out, "redis: embedded miniredis at %s (set REDIS_URL or REDIS_ADDRS for a real one)\n", mr.Addr())
+		logger.Info("redis: an embedded miniredis, in memory, for trying the example: not for production; set REDIS_URL or REDIS_ADDRS for a real Redis",
+			slog.String("addr", mr.Addr()))
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
+		rdb.AddHook(embeddedMemoryInfo{})
 		return rdb, func() { rdb.Close(); mr.Close() }, nil
 	}
 
@@ -102,4 +106,32 @@ func connectRedis(ctx context.Context, o options, out io.Writer) (redis.Universa
 	}
 	fmt.Fprintf(out, "redis: %s at %s, tls %t\n", kind, strings.Join(addrs, ","), tlsConf != nil)
 	return rdb, func() { rdb.Close() }, nil
+}
+
+// embeddedMemoryInfo answers INFO memory for the embedded miniredis,
+// which has no such section: the recruiter reads the eviction policy
+// there, and would log at start-up that it could not. miniredis has no
+// maxmemory and never evicts, which is what this reply says.
+type embeddedMemoryInfo struct{}
+
+// embeddedMemoryReply is INFO memory as a Redis without maxmemory answers
+// it, cut to the fields that worksteal reads.
+const embeddedMemoryReply = "# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n"
+
+func (embeddedMemoryInfo) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (embeddedMemoryInfo) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if c, ok := cmd.(*redis.StringCmd); ok && len(args) == 2 && strings.EqualFold(cmd.Name(), "info") &&
+			strings.EqualFold(fmt.Sprint(args[1]), "memory") {
+			c.SetVal(embeddedMemoryReply)
+			return nil
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (embeddedMemoryInfo) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

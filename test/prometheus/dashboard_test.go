@@ -220,8 +220,8 @@ func TestNoPanelOrRuleSumsAPerProcessGauge(t *testing.T) {
 var metricTokens = regexp.MustCompile(`\bworksteal_\w+`)
 
 // TestDashboardOnAFleet runs two example processes with their traffic on
-// one Redis, and a third process whose one job runs on a schedule (the
-// example has none), has a real Prometheus scrape them every second and
+// one Redis, and a third process whose one job runs on a daily schedule
+// (the example's run every few seconds), has a real Prometheus scrape them every second and
 // evaluate the rules, then checks that every name the dashboard and the rules use
 // is a metric or label the processes expose (a renamed metric fails
 // here, naming the panel or rule), that every panel's query returns data,
