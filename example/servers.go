@@ -85,6 +85,7 @@ func (a *app) serve(lns *listeners, tel *otelSetup, logger *slog.Logger, traceUR
 	opts := []dashboard.Option{
 		dashboard.WithTitle("worksteal example: catalog, orders, sessions"),
 		dashboard.WithTasks(a.mux),
+		dashboard.WithQueues(a.orders),
 		dashboard.WithGauge("queue depth", a.queueDepth),
 		dashboard.WithGauge("sessions", func(ctx context.Context) (float64, error) {
 			stored, _, err := a.sessionCounts(ctx)
