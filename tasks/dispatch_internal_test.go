@@ -10,7 +10,8 @@ import (
 
 // BenchmarkDispatch is the Go side of one task without Redis: the Mux's
 // handler from the claimed item to the result and the next step, as
-// Drain calls it (tracing off: the otel global has no provider). "bytes" runs a handler of []byte through a codec that
+// Drain calls it (tracing off: the otel global has no provider); "-bare"
+// leaves out the tracing hook. "bytes" runs a handler of []byte through a codec that
 // passes bytes through, so it is the dispatch alone (envelope, lookup,
 // counts, the task's context); "json" adds encoding/json both ways.
 func BenchmarkDispatch(b *testing.B) {
@@ -36,20 +37,34 @@ func BenchmarkDispatch(b *testing.B) {
 			return Define[addArgs, sum]("add").Handle(m, func(_ context.Context, a addArgs) (sum, error) { return sum{a.A + a.B, a.Label}, nil })
 		}},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			m := NewMux(WithCodec(c.codec))
-			if err := c.add(m); err != nil {
-				b.Fatal(err)
+		// "-bare" calls run without the tracing hook around it: the
+		// difference is what tracing costs when it is off.
+		for _, bare := range []bool{false, true} {
+			name := c.name
+			if bare {
+				name += "-bare"
 			}
-			it := qstore.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: taskenv.Envelope{Type: "add", Codec: c.codec.Name(), Args: args}.Encode()}
-			ctx, run := context.Background(), m.run
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := m.traced(ctx, nil, it, run); err != nil {
+			b.Run(name, func(b *testing.B) {
+				m := NewMux(WithCodec(c.codec))
+				if err := c.add(m); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				it := qstore.Item{ID: "0123456789abcdef", Attempt: 1, MaxAttempts: 3, Payload: taskenv.Envelope{Type: "add", Codec: c.codec.Name(), Args: args}.Encode()}
+				ctx, run := context.Background(), m.run
+				b.ReportAllocs()
+				for b.Loop() {
+					var err error
+					if bare {
+						_, _, err = run(ctx, nil, it)
+					} else {
+						_, _, err = m.traced(ctx, nil, it, run)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

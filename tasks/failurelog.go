@@ -114,12 +114,14 @@ func (m *Mux) logFailures(next Handler) Handler {
 // queue throws its outcome away: a claim or Tidy hands the task back, or
 // dead-letters it and reports that (see [Mux.reportScriptDead]).
 func (t *running) pastLease() bool {
-	return !t.leaseGone.IsZero() && !time.Now().Before(t.leaseGone)
+	return t.leaseGone != 0 && time.Now().UnixNano() >= t.leaseGone
 }
 
 // dies reports whether the queue dead-letters the task when its attempt
 // fails with err: at its last attempt, or at once for a [DeadLetter].
-func (t *running) dies(err error) bool { return lastAttempt(t.attempt, t.maxAttempts, err) }
+func (t *running) dies(err error) bool {
+	return lastAttempt(int(t.attempt), int(t.maxAttempts), err)
+}
 
 // report logs f, rate-limited, and runs the dead-letter hook for a dead
 // letter.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/worksteal/worksteal/internal/names"
 	"github.com/worksteal/worksteal/internal/qstore"
@@ -177,19 +176,22 @@ func CallFanOut[R any](ctx context.Context, c *Client, children []Step, final St
 
 // running is the task a handler runs. It is its handler's context, so
 // that a task costs one allocation for both: see [runningFrom].
+// Its fields are packed: every task allocates one.
 type running struct {
 	context.Context
 	st      *qstore.Store // its queue's storage
 	codec   Codec
 	id      string
-	prev    []byte // a chain step's previous result
-	hasPrev bool
+	prev    []byte       // a chain step's previous result
 	fanOuts atomic.Int64 // EnqueueFanOut calls so far
 	// What InfoFrom reads besides (info.go).
 	typ, priority        string
-	attempt, maxAttempts int
 	chain                *taskenv.Chain // nil: not a chain's step
-	leaseGone            time.Time      // past it, the attempt's outcome is thrown away (drain.LeaseGone)
+	attempt, maxAttempts int32
+	hasPrev              bool
+	// leaseGone is when, in unix ns, the attempt's outcome is thrown away
+	// (drain.LeaseGone); 0 outside a drain.
+	leaseGone int64
 }
 
 type taskKey struct{}

@@ -64,7 +64,7 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 
 // info is what InfoFrom returns of t.
 func (t *running) info() Info {
-	i := Info{ID: t.id, Type: t.typ, Priority: t.priority, Attempt: t.attempt, MaxAttempts: t.maxAttempts}
+	i := Info{ID: t.id, Type: t.typ, Priority: t.priority, Attempt: int(t.attempt), MaxAttempts: int(t.maxAttempts)}
 	if t.st != nil {
 		i.Queue = t.st.Name()
 	}

@@ -225,8 +225,10 @@ func (m *Mux) run(ctx context.Context, st *qstore.Store, it qstore.Item) (_ []by
 		}
 	}
 	t := &running{Context: ctx, st: st, codec: m.codec, id: it.ID, typ: env.Type, priority: it.Priority,
-		attempt: it.Attempt, maxAttempts: it.MaxAttempts, chain: env.Chain}
-	t.leaseGone, _ = drain.LeaseGone(ctx)
+		attempt: int32(it.Attempt), maxAttempts: int32(it.MaxAttempts), chain: env.Chain}
+	if gone, ok := drain.LeaseGone(ctx); ok {
+		t.leaseGone = gone.UnixNano()
+	}
 	if err != nil {
 		m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err)})
 		return nil, nil, err
