@@ -283,7 +283,7 @@ func (r *Recruiter) dialRedis(ctx context.Context) error {
 			_ = conn.Close()
 			return nil // one seed is enough: the client learns the rest from it
 		}
-		errs = append(errs, fmt.Errorf("Redis at %s: %w", addr, err))
+		errs = append(errs, fmt.Errorf("dial Redis at %s: %w", addr, err))
 	}
 	return errors.Join(errs...)
 }
