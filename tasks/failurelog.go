@@ -70,16 +70,11 @@ func (m *Mux) reportScriptDead(ctx context.Context, st *qstore.Store, d qstore.S
 	if info.MaxAttempts == 0 {
 		info.MaxAttempts = st.Config().MaxAttempts
 	}
-	info.EnqueuedAt, _ = qstore.IDTime(d.ID)
+	var chain *taskenv.Chain
 	if env, err := taskenv.Decode(d.Payload); err == nil {
-		info.Type = env.Type
-		if c := env.Chain; c != nil {
-			info.ChainID, info.Step, info.Steps = c.ID, c.Step, c.Steps
-			if info.ChainID == "" {
-				info.ChainID = d.ID
-			}
-		}
+		info.Type, chain = env.Type, env.Chain
 	}
+	info.fromID(chain)
 	err := errors.New(d.Cause)
 	if d.LeaseExpired() {
 		err = fmt.Errorf("%w: %s", queue.ErrLeaseLost, d.Cause)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/worksteal/worksteal/internal/qstore"
+	"github.com/worksteal/worksteal/internal/taskenv"
 )
 
 // Info is what a handler's context says of the task it runs: see
@@ -68,12 +69,18 @@ func (t *running) info() Info {
 	if t.st != nil {
 		i.Queue = t.st.Name()
 	}
-	i.EnqueuedAt, _ = qstore.IDTime(t.id)
-	if c := t.chain; c != nil {
+	i.fromID(t.chain)
+	return i
+}
+
+// fromID sets what i's ID and its envelope's chain (nil: none) say: when
+// it was enqueued, and where in its chain it is.
+func (i *Info) fromID(c *taskenv.Chain) {
+	i.EnqueuedAt, _ = qstore.IDTime(i.ID)
+	if c != nil {
 		i.ChainID, i.Step, i.Steps = c.ID, c.Step, c.Steps
 		if i.ChainID == "" { // step 1: the chain is named after it
-			i.ChainID = t.id
+			i.ChainID = i.ID
 		}
 	}
-	return i
 }
