@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -151,10 +150,7 @@ func recruiterCommands() map[string][]string {
 		"lock_seat.lua":    seatSource,
 		"pause.lua":        joblock.PauseSource(),
 	} {
-		worksqueue.AddCommands(uses, name, src)
-	}
-	for _, v := range uses {
-		sort.Strings(v)
+		worksqueue.AddCommands(uses, name, src) // keeps each list sorted
 	}
 	return uses
 }
