@@ -35,6 +35,7 @@ type Fleet struct {
 	trips    redistest.RoundTrips // every recruiter's round trips
 	fresh    atomic.Int64         // the next recruiter to have its first enlistment (past the last: none)
 	enlisted atomic.Int64         // enlistments made
+	dropped  atomic.Int64         // enlistments dropped by a starved driver (see drive)
 
 	mu     sync.Mutex
 	starts []time.Time // of the job's slices, fleet-wide
@@ -156,8 +157,16 @@ func (f *Fleet) drive(ctx context.Context, perEvery float64, d time.Duration) {
 		wg.Go(func() {
 			next := time.Now().Add(time.Duration(w) * interval / workers)
 			for next.Before(end) && ctx.Err() == nil {
-				if wait := time.Until(next); wait > 0 {
+				switch wait := time.Until(next); {
+				case wait > 0:
 					time.Sleep(wait)
+				case wait < -interval:
+					// Starved on a loaded machine: drop what is late rather
+					// than catch up in a burst, which every recruiter here
+					// would see at once as a jump in its traffic (a fleet's
+					// processes are not starved together).
+					f.dropped.Add(int64(-wait / interval))
+					next = time.Now()
 				}
 				i := int(f.fresh.Add(1)) - 1
 				if i >= len(f.recs) {
@@ -178,6 +187,7 @@ type Figures struct {
 	Runs     int     // slices that began in the window
 	Trips    int64   // round trips in the window, fleet-wide
 	Enlisted int64   // enlistments in the window
+	Dropped  int64   // enlistments a starved driver dropped in the window
 	Warmup   int64   // round trips before the window: the fleet's start, its settling and any earlier windows
 	Locked   uint64  // visits in the window that found a slice running
 	Taken    uint64  // visits in the window that found the slot's run taken
@@ -200,8 +210,8 @@ func (p Figures) Cadence() float64 { return float64(p.Runs) / p.Slots }
 func (p Figures) TripsPerRun() float64 { return float64(p.Trips) / float64(max(p.Runs, 1)) }
 
 func (p Figures) String() string {
-	return fmt.Sprintf("%d runs in %.0f Everys (%.0f%%), %d round trips (%.2f per run; before: %d), %.0f enlistments per Every; visits that found the run taken %d, a slice running %d; failed %d",
-		p.Runs, p.Slots, 100*p.Cadence(), p.Trips, p.TripsPerRun(), p.Warmup, float64(p.Enlisted)/p.Slots, p.Taken, p.Locked, p.Failed)
+	return fmt.Sprintf("%d runs in %.0f Everys (%.0f%%), %d round trips (%.2f per run; before: %d), %.0f enlistments per Every (%d dropped by a starved driver); visits that found the run taken %d, a slice running %d; failed %d",
+		p.Runs, p.Slots, 100*p.Cadence(), p.Trips, p.TripsPerRun(), p.Warmup, float64(p.Enlisted)/p.Slots, p.Dropped, p.Taken, p.Locked, p.Failed)
 }
 
 // Measure settles the fleet (Settle), then drives it for window at the
@@ -235,10 +245,10 @@ func (f *Fleet) Track(ctx context.Context, perEvery float64, bucket time.Duratio
 }
 
 // window drives the fleet for d and counts the window's runs and round
-// trips. The window ends when its traffic does: a driver that fell behind
-// on a loaded machine catches up after d.
+// trips. A driver starved on a loaded machine drops what is late (see
+// drive), so the window ends on time.
 func (f *Fleet) window(ctx context.Context, perEvery float64, d time.Duration) Figures {
-	began, trips, enlisted := time.Now(), f.trips.Load(), f.enlisted.Load()
+	began, trips, enlisted, dropped := time.Now(), f.trips.Load(), f.enlisted.Load(), f.dropped.Load()
 	p := Figures{Warmup: trips}
 	locked, taken, failed := f.outcomes()
 	f.drive(ctx, perEvery, d)
@@ -246,6 +256,7 @@ func (f *Fleet) window(ctx context.Context, perEvery float64, d time.Duration) F
 	l, t, e := f.outcomes()
 	p.Locked, p.Taken, p.Failed = l-locked, t-taken, e-failed
 	p.Enlisted = f.enlisted.Load() - enlisted
+	p.Dropped = f.dropped.Load() - dropped
 	p.Trips = f.trips.Load() - trips
 	p.Slots = float64(ended.Sub(began)) / float64(f.every)
 	f.mu.Lock()
