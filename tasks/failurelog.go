@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/worksteal/worksteal/internal/drain"
 	"github.com/worksteal/worksteal/internal/qstore"
 	"github.com/worksteal/worksteal/internal/taskenv"
 	"github.com/worksteal/worksteal/queue"
@@ -99,6 +100,8 @@ func (m *Mux) logFailures(next Handler) Handler {
 			if t == nil || errors.Is(context.Cause(t.Context), queue.ErrCanceled) {
 				return
 			}
+			// A worker's shutdown stopped it: handed back, attempt unused.
+			err = drain.HandBack(t.Context, err)
 			m.report(ctx, failure{task: t.info(), err: err, dead: t.dies(err), late: t.pastLease()})
 		}()
 		return next(ctx, typ, args)
@@ -133,6 +136,8 @@ func (m *Mux) report(ctx context.Context, f failure) {
 		level, msg = slog.LevelError, "worksteal: task failed at its last attempt; the queue dead-letters it"
 	case panicked:
 		level, msg = slog.LevelError, "worksteal: task panicked; the queue retries it"
+	case errors.Is(f.err, drain.ErrStopped):
+		level, msg = slog.LevelInfo, "worksteal: the worker stopped before the task finished; the queue runs it again, its attempt unused"
 	case snoozed(f.err):
 		msg = "worksteal: task snoozed; the queue runs it again later"
 	}

@@ -58,6 +58,9 @@ type drainJob struct {
 	// handlers is how many handlers run at once as the latest slice left
 	// it (see cpuLimit); 0 before the first: Concurrency.
 	handlers atomic.Int64
+	// dedicated: Serve runs the job, in a worker that serves no requests,
+	// so its handlers may burn every CPU. Set before the first slice.
+	dedicated bool
 }
 
 type queueMark = worksqueue.Mark
@@ -411,7 +414,9 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, batch *drainBatch)
 	outcomes := make([]qstore.Settlement, len(items))
 	// One deadline for the batch's handlers: its items share a lease, and
 	// the margin changes only between batches.
-	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), leaseEnd.Add(-j.leaseMargin(s)))
+	base, stop := handlersContext(ctx) // serve.go
+	defer stop()
+	hctx, cancel := context.WithDeadline(base, leaseEnd.Add(-j.leaseMargin(s)))
 	defer cancel()
 	hctx = context.WithValue(hctx, leaseGoneKey{}, batch.leaseGone)
 	var (
@@ -447,7 +452,7 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, batch *drainBatch)
 	workers, tiny := j.workers(s, len(items))
 	// The handlers' CPU is sampled unless one handler at most may run
 	// anyway, or the items are too short for its cost.
-	measure := j.cfg.Concurrency > 1 && !tiny
+	measure := j.cfg.Concurrency > 1 && !tiny && !j.dedicated
 	var cpu cpuSample // guarded by mu
 	work := func() {
 		var ran time.Duration // since this goroutine last yielded
@@ -467,7 +472,7 @@ func (j *drainJob) handle(ctx context.Context, s *drainSlice, batch *drainBatch)
 				cpu.add(burnt, took)
 			}
 			mu.Unlock()
-			outcomes[i] = qstore.Settlement{Item: it, Result: result, FollowUp: follow, Err: err}
+			outcomes[i] = qstore.Settlement{Item: it, Result: result, FollowUp: follow, Err: HandBack(ictx, err)}
 			ran = yieldAfter(ran, took)
 		}
 	}
