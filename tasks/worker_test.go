@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/worksteal/worksteal/internal/testing/testrig"
 	"github.com/worksteal/worksteal/queue"
 	"github.com/worksteal/worksteal/tasks"
@@ -263,5 +267,51 @@ func TestServeRefusals(t *testing.T) {
 	var nilMux *tasks.Mux
 	if err := nilMux.Serve(ctx, b.q, tasks.WorkerConfig{}); !errors.Is(err, tasks.ErrInvalidArgument) {
 		t.Errorf("nil Mux: Serve = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestServeInTheTraces: a task that a worker runs has its CONSUMER span,
+// as a stolen slice's: named and attributed alike, a root of its own
+// (no recruitment runs it), linked to the enqueue's PRODUCER span.
+func TestServeInTheTraces(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	b := setup(t, nil, queue.Config{}, tasks.WithTracerProvider(tp))
+	var ran atomic.Int32
+	mustHandle(t, b.mux, "traced", func(ctx context.Context, n int) (int, error) {
+		ran.Add(1)
+		return n, nil
+	})
+	ctx := context.Background()
+	mustEnqueue(t, b.client, "traced", 1) // outside any trace
+	reqCtx, request := tp.Tracer("test").Start(ctx, "request")
+	id, err := enqueue(reqCtx, b.client, "traced", 2)
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := serve(t, b, tasks.WorkerConfig{})
+	testrig.Eventually(t, 10*time.Second, "both tasks ran", func() bool { return ran.Load() == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var producer, consumer sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch {
+		case s.SpanKind() == trace.SpanKindProducer && attrOf(s, "messaging.message.id") == id:
+			producer = s
+		case s.SpanKind() == trace.SpanKindConsumer && attrOf(s, "messaging.message.id") == id:
+			consumer = s
+		}
+	}
+	if producer == nil || consumer == nil {
+		t.Fatalf("spans of task %s: producer %v, consumer %v; want both", id, producer != nil, consumer != nil)
+	}
+	wantMessaging(t, consumer, trace.SpanKindConsumer, "process", b.q.Name(), id)
+	if consumer.Parent().IsValid() {
+		t.Errorf("the worker's CONSUMER span has a parent %v; want a root", consumer.Parent().SpanID())
+	}
+	if links := consumer.Links(); len(links) == 0 || links[0].SpanContext.SpanID() != producer.SpanContext().SpanID() {
+		t.Errorf("the CONSUMER span's links %v; want the enqueue's PRODUCER span first", links)
 	}
 }
