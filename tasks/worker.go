@@ -48,7 +48,10 @@ type WorkerConfig struct {
 // handlers finish, up to cfg.ShutdownTimeout or cfg.Abort, after which
 // their contexts end with [ErrWorkerStopped] and their tasks go back,
 // their attempts unused (as a [Snooze] of no delay: a task stopped so
-// more than 100 times fails an attempt). A crash loses nothing either:
+// more than 100 times fails an attempt). Handlers that ignore their
+// contexts are left running about a second later, and Serve returns an
+// error wrapping ErrWorkerStopped; their leases bring their tasks back
+// once the process has exited. A crash loses nothing either:
 // the leases expire, and the next claim hands the tasks back, each
 // having used an attempt.
 //

@@ -39,8 +39,12 @@ type ServeConfig struct {
 // started handlers finish, and returns nil. At the ShutdownTimeout or on
 // Abort the handlers still running see their contexts end with cause
 // ErrStopped, and their items go back to the queue, their attempts
-// unused, as a Snooze does. A crash (SIGKILL) loses nothing either: the
-// leases expire and the next claim hands the items back.
+// unused, as a Snooze does. Handlers that ignore their contexts' end are
+// left running abandonAfter (and a settle's RedisTimeout) later, when
+// Serve returns an error wrapping ErrStopped: the process is about to
+// exit, and their leases bring their items back. A crash (SIGKILL) loses
+// nothing either: the leases expire and the next claim hands the items
+// back.
 func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 	j, ok := job.(*drainJob)
 	switch {
@@ -87,7 +91,27 @@ func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 	idle, backoff := idleMin, time.Duration(0)
 	for ctx.Err() == nil {
 		slice, end := context.WithTimeout(sctx, workSlice)
-		rep, err := j.Run(slice)
+		ran := make(chan sliceResult, 1)
+		go func() {
+			rep, err := j.Run(slice)
+			ran <- sliceResult{rep, err}
+		}()
+		var res sliceResult
+		select {
+		case res = <-ran:
+		case <-hard.Done():
+			// The shutdown's deadline has ended the handlers' contexts:
+			// a handler that ignores its own is not waited for long, as
+			// the process is about to exit; its task's lease brings it
+			// back.
+			select {
+			case res = <-ran:
+			case <-time.After(j.cfg.RedisTimeout + abandonAfter):
+				end()
+				return fmt.Errorf("%w: handlers still ran %v after their contexts ended; their tasks come back once their leases end", ErrStopped, j.cfg.RedisTimeout+abandonAfter)
+			}
+		}
+		rep, err := res.rep, res.err
 		// A slice ended by its own deadline or by the shutdown says so;
 		// that is no failure.
 		ended := ctx.Err() != nil || slice.Err() != nil && errors.Is(err, context.DeadlineExceeded)
@@ -115,6 +139,15 @@ func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 	}
 	return nil
 }
+
+type sliceResult struct {
+	rep recruiter.Report
+	err error
+}
+
+// abandonAfter is how long past the shutdown's deadline, and a settle,
+// Serve waits for handlers that ignore their contexts' end.
+const abandonAfter = time.Second
 
 // A worker's slice: long enough that the handlers seldom wait at its end
 // for the slowest of them, short enough that a new lease or Concurrency
