@@ -238,3 +238,31 @@ func TestWorkerRole(t *testing.T) {
 		t.Errorf("run -role=worker on the embedded Redis: %v, want the refusal", err)
 	}
 }
+
+// TestBothRoleShares runs -role=both on the embedded Redis with its
+// traffic: the servers steal and a worker in the same process serves the
+// same queue; on its context's end run returns nil, and the final summary
+// counts the confirmations of both, the worker's among them.
+func TestBothRoleShares(t *testing.T) {
+	t.Parallel()
+	p := startInProcess(t, "-role=both", "-http=127.0.0.1:0", "-echo=127.0.0.1:0", "-grpc=127.0.0.1:0", "-admin=127.0.0.1:0", "-redis=", "-redis-addrs=")
+	sent := regexp.MustCompile(`(?m)^t=\S+ +requests .* \| orders placed=\d+ sent=(\d+) \(stolen=\d+ worker=(\d+)\)`)
+	eventually(t, "the worker beside the servers sends orders", func(context.Context) error {
+		for _, m := range sent.FindAllStringSubmatch(p.output(), -1) {
+			if total, _ := strconv.Atoi(m[1]); total >= seedStale && m[2] != "0" {
+				return nil
+			}
+		}
+		return errors.New("no summary yet with the seeded orders sent and the worker's share")
+	})
+	out, err := p.end(t)
+	if err != nil {
+		t.Fatalf("run -role=both after its context ended: %v, want nil\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^final  requests .* failed=0 \| orders placed=\d+ sent=\d+ \(stolen=\d+ worker=[1-9]\d*\)`).MatchString(out) {
+		t.Errorf("the final summary does not show the worker's share, or requests failed:\n%s", out)
+	}
+	if !strings.Contains(out, "worker: stopped") {
+		t.Errorf("the worker does not log its stop:\n%s", out)
+	}
+}
