@@ -38,9 +38,12 @@ type app struct {
 	rec      *recruiter.Recruiter
 	logger   *slog.Logger
 	orders   *queue.Queue
-	mux      *tasks.Mux    // runs the orders' steps
+	mux      *tasks.Mux    // runs the orders' steps: in stolen time, or as the worker of -role=worker
 	client   *tasks.Client // enqueues orders and reads their chains
+	meters   metric.MeterProvider
+	tracers  trace.TracerProvider
 	sessions *exphash.Hash
+	role     string       // -role: what the summary shows
 	orderSeq atomic.Int64 // numbers the orders of this process
 	count    counters
 }
@@ -50,7 +53,8 @@ type counters struct {
 	http, echo, grpc atomic.Uint64 // requests handled, by stack
 	fast             atomic.Uint64 // of them, fast exits
 	placed           atomic.Uint64 // orders placed
-	sent             atomic.Uint64 // confirmations sent (the orders' last step)
+	sent             atomic.Uint64 // confirmations sent (the orders' last step) by a.mux
+	workerSent       atomic.Uint64 // of -role=both: by its worker's Mux
 	failed           atomic.Uint64 // the traffic generator's failed requests
 }
 
@@ -70,8 +74,8 @@ func newApp(rdb redis.UniversalClient, rec *recruiter.Recruiter, logger *slog.Lo
 		return nil, err
 	}
 	a := &app{rdb: rdb, rec: rec, logger: logger, orders: orders, client: client, sessions: sessions,
-		mux: tasks.NewMux(tasks.WithMeterProvider(meters), tasks.WithTracerProvider(tracers))}
-	if err := errors.Join(a.registerOrderTasks(), reportTask.Handle(a.mux, a.salesReport)); err != nil {
+		meters: meters, tracers: tracers}
+	if a.mux, err = a.newMux(&a.count.sent); err != nil {
 		return nil, err
 	}
 	return a, nil

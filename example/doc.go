@@ -3,6 +3,7 @@
 // hits, orders already confirmed) do its background work. There is no
 // worker and no cron daemon: every chore below runs in slices lent by
 // requests, or once per tick of its schedule, in the service itself.
+// Dedicated workers on the same queue are one flag away (-role, below).
 //
 //	go run ./example                                  # embedded Redis (miniredis), built-in traffic
 //	REDIS_URL=redis://localhost:6379/0 go run ./example
@@ -12,6 +13,8 @@
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run ./example   # spans over OTLP
 //	go run ./example -traffic=false                   # drive it yourself (or TRAFFIC=false)
 //	make run ARGS='-traffic=false'                    # the same, built first
+//	make run ARGS=-role=both                          # the servers, and a dedicated worker beside them
+//	REDIS_URL=redis://localhost:6379/0 make run ARGS=-role=worker   # a worker for the web processes on that Redis
 //
 // These flags fall back to an environment variable: -http HTTP_ADDR
 // (default 127.0.0.1:8080), -echo ECHO_ADDR (127.0.0.1:8081), -grpc
@@ -84,6 +87,31 @@
 // job's slices as ran/skipped/failed:items. The dashboard adds the
 // attempts of each task type (done, retried, dead, running).
 //
+// # Roles: web, worker, both
+//
+// -role=web (the default) serves the shop, and its cheap answers run the
+// chores. -role=worker serves nothing: tasks.Mux.Serve works the orders'
+// queue off with 32 handlers at once, back to back, beside the web
+// processes on the same Redis (REDIS_URL or REDIS_ADDRS: it refuses the
+// embedded one, which no other process shares), and its recruiter
+// carries the other chores on its pace timer, without traffic. A
+// worker's first SIGINT or SIGTERM stops its claims, hands back the
+// tasks it claimed and did not start, and lets the started ones finish
+// for up to 10s (WorkerConfig.ShutdownTimeout, below Kubernetes' 30 s
+// grace period); a second one ends their contexts at once
+// (WorkerConfig.Abort), and their tasks go back to the queue, their
+// attempts unused. -role=both runs the servers and a worker in one
+// process, on the embedded Redis too, so that the summary shows the
+// orders sent in stolen time and by the worker: sent=N (stolen=S
+// worker=W).
+//
+// To move every chore off the web servers, run them with -steal=false
+// (their cheap answers lend no time, and they register no job) and
+// start -role=worker processes on their Redis:
+//
+//	REDIS_URL=redis://localhost:6379/0 make run ARGS=-steal=false   # one terminal
+//	REDIS_URL=redis://localhost:6379/0 make run ARGS=-role=worker   # another
+//
 // # Telemetry
 //
 // The recruiter and the tasks Mux (worksteal.task.attempts by task type
@@ -97,7 +125,12 @@
 // bucket of worksteal.slice.duration its slice fell in. The Grafana
 // dashboard and alert rules of deploy/ read these metrics.
 //
+// A worker serves no /metrics: its recruiter's and its Mux's metrics are
+// recorded, not exported (a worker Deployment would serve them on a port
+// of its own, for the scaling rule of docs/operations.md).
+//
 // SIGINT or SIGTERM stops the traffic, drains the servers, waits for the
-// slices in flight, flushes the exporters and exits 0. A second SIGINT
-// (Ctrl-C) during that shutdown kills the process at once.
+// worker (-role=both) and the slices in flight, flushes the exporters and
+// exits 0. A second SIGINT (Ctrl-C) during that shutdown ends the process
+// at once, once a worker has handed back its started tasks.
 package main

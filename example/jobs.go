@@ -26,18 +26,18 @@ const (
 	depthMaxAge = 15 * time.Second
 )
 
-// registerJobs gives the recruiter the shop's chores: the tasks job runs
-// the orders' steps (each a queue item: reserve, then charge, then
-// confirm), and its claims also bring back due retries and a crashed
-// worker's expired leases, so the queue needs no other job; each chore runs at most once per Every across all the
-// processes sharing the Redis, and sooner again while a backlog remains.
-// depth.orders reads the queue's depth for the metrics (meters), one
-// process at a time. Last, the scheduled jobs (schedules.go).
-func (a *app) registerJobs(meters metric.MeterProvider) error {
-	drain, err := a.mux.Job(a.orders, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
-	if err != nil {
-		return err
-	}
+// registerJobs gives the recruiter the shop's chores. With orders, the
+// tasks job runs the orders' steps in stolen time (each a queue item:
+// reserve, then charge, then confirm), and its claims also bring back due
+// retries and a crashed worker's expired leases, so the queue needs no
+// other job; a worker (-role=worker) passes false, its Mux.Serve doing
+// all of that. Each chore runs at most once per Every across all the
+// processes sharing the Redis, and sooner again while a backlog remains,
+// on the pace timer when no request lends its time: a worker without
+// traffic carries them too. depth.orders reads the queue's depth for the
+// metrics (meters), one process at a time. Last, the scheduled jobs
+// (schedules.go).
+func (a *app) registerJobs(meters metric.MeterProvider, orders bool) error {
 	// One bounded batch a slice, so that the dashboard shows slices come
 	// and go; a full batch reports More and the next recruit continues.
 	evict, err := jobs.EvictExpired(a.sessions, jobs.EvictConfig{Batching: jobs.Batching{Batch: evictBatch, MaxBatches: 1, Name: "evict.sessions"}})
@@ -51,14 +51,20 @@ func (a *app) registerJobs(meters metric.MeterProvider) error {
 		return err
 	}
 	// Every alone: the recruiter paces each job, whatever the traffic.
-	return errors.Join(
-		a.rec.Register(depth, recruiter.JobConfig{Every: depthEvery}),
-		a.rec.Register(drain, recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 500 * time.Millisecond}),
+	errs := []error{a.rec.Register(depth, recruiter.JobConfig{Every: depthEvery})}
+	if orders {
+		drain, err := a.mux.Job(a.orders, jobs.DrainConfig{Batching: jobs.Batching{Batch: 50}})
+		if err != nil {
+			return err
+		}
+		errs = append(errs, a.rec.Register(drain, recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 500 * time.Millisecond}))
+	}
+	return errors.Join(append(errs,
 		a.rec.Register(evict, recruiter.JobConfig{Every: time.Second}),
 		a.rec.Register(recruiter.Func("refresh-popular", a.refreshPopular),
 			recruiter.JobConfig{Budget: 100 * time.Millisecond, Every: 2 * time.Second}),
 		a.registerSchedules(),
-	)
+	)...)
 }
 
 // seed gives every job work within seconds of the start: orders whose

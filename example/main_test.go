@@ -41,7 +41,7 @@ func runOutput(t *testing.T, args ...string) ([]string, error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(t.Context(), args, pw)
+		err := run(t.Context(), newForcedStop(), args, pw)
 		pw.Close()
 		done <- err
 	}()
@@ -64,7 +64,7 @@ func TestRunInProcess(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, []string{"-http=127.0.0.1:0", "-echo=127.0.0.1:0", "-grpc=127.0.0.1:0", "-admin=127.0.0.1:0", "-redis="}, pw)
+		err := run(ctx, newForcedStop(), []string{"-http=127.0.0.1:0", "-echo=127.0.0.1:0", "-grpc=127.0.0.1:0", "-admin=127.0.0.1:0", "-redis="}, pw)
 		pw.Close()
 		done <- err
 	}()
@@ -170,7 +170,7 @@ func TestRunOnEmbeddedRedis(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, []string{"-http=127.0.0.1:0", "-echo=127.0.0.1:0", "-grpc=127.0.0.1:0", "-admin=127.0.0.1:0", "-redis=", "-traffic=false"}, pw)
+		err := run(ctx, newForcedStop(), []string{"-http=127.0.0.1:0", "-echo=127.0.0.1:0", "-grpc=127.0.0.1:0", "-admin=127.0.0.1:0", "-redis=", "-traffic=false"}, pw)
 		pw.Close()
 		done <- err
 	}()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/worksteal/worksteal/queue"
@@ -178,15 +179,20 @@ func (a *app) chainProgress(ctx context.Context, id string) (orderProgress, erro
 	return p, nil
 }
 
-// registerOrderTasks registers the steps' handlers on the app's Mux. Each
-// is idempotent, as an at-least-once queue requires: doing a step again
-// writes the same record.
-func (a *app) registerOrderTasks() error {
-	return errors.Join(
-		reserveTask.Handle(a.mux, a.reserve),
-		chargeTask.Handle(a.mux, a.charge),
-		confirmTask.Handle(a.mux, a.confirm),
+// newMux makes a Mux with the shop's handlers, the orders' steps and the
+// sales report; sent counts the confirmations its handlers send, so that
+// a process that steals and works (-role=both) says which sent how many.
+// Each step is idempotent, as an at-least-once queue requires: doing it
+// again writes the same record.
+func (a *app) newMux(sent *atomic.Uint64) (*tasks.Mux, error) {
+	mux := tasks.NewMux(tasks.WithLogger(a.logger), tasks.WithMeterProvider(a.meters), tasks.WithTracerProvider(a.tracers))
+	err := errors.Join(
+		reserveTask.Handle(mux, a.reserve),
+		chargeTask.Handle(mux, a.charge),
+		confirmTask.Handle(mux, func(ctx context.Context, p payment) (string, error) { return a.confirm(ctx, p, sent) }),
+		reportTask.Handle(mux, a.salesReport),
 	)
+	return mux, err
 }
 
 // reserve holds the order's quantity of its item.
@@ -208,8 +214,8 @@ func (a *app) charge(ctx context.Context, r reservation) (payment, error) {
 
 // confirm "sends" the order's confirmation (records it in Redis) and
 // returns it as the chain's result. Every tenth order's first send fails,
-// to show retries.
-func (a *app) confirm(ctx context.Context, p payment) (string, error) {
+// to show retries. sent counts the confirmations sent.
+func (a *app) confirm(ctx context.Context, p payment, sent *atomic.Uint64) (string, error) {
 	o := p.Order
 	if o.Seq%unluckyEach == 0 {
 		first, err := a.rdb.SetNX(ctx, failedKey+o.Ref, 1, failedTTL).Result()
@@ -230,7 +236,7 @@ func (a *app) confirm(ctx context.Context, p payment) (string, error) {
 	if err := a.rdb.HSet(ctx, sentKey, o.Ref, msg).Err(); err != nil {
 		return "", err
 	}
-	a.count.sent.Add(1)
+	sent.Add(1)
 	a.logger.DebugContext(ctx, "confirmation sent", "ref", o.Ref, "customer", o.Customer)
 	return msg, nil
 }

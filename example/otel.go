@@ -76,7 +76,6 @@ func setupOtel(ctx context.Context, out io.Writer) (*otelSetup, error) {
 		fmt.Fprintln(out, "traces: recorded, not exported (set OTEL_EXPORTER_OTLP_ENDPOINT to export them over OTLP)")
 	}
 	s.tracers = sdktrace.NewTracerProvider(topts...)
-	fmt.Fprintln(out, "metrics: Prometheus at /metrics on the admin port")
 	return s, nil
 }
 

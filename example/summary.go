@@ -26,14 +26,23 @@ func (a *app) report(ctx context.Context, failed <-chan error, out io.Writer, ev
 	}
 }
 
-// summary is two lines: this process's requests by stack, its orders, the
-// queue and the sessions in Redis; then each job's slices in this process,
+// summary is two lines: this process's requests by stack and its orders
+// (a worker: the orders it sent), the queue and the sessions in Redis; then each job's slices in this process,
 // as ran/skipped/failed:items.
 func (a *app) summary(ctx context.Context, label string) string {
 	var b strings.Builder
 	c := &a.count
-	fmt.Fprintf(&b, "%-6s requests http=%d echo=%d grpc=%d fast=%d failed=%d | orders placed=%d sent=%d",
-		label, c.http.Load(), c.echo.Load(), c.grpc.Load(), c.fast.Load(), c.failed.Load(), c.placed.Load(), c.sent.Load())
+	switch a.role {
+	case roleWorker:
+		fmt.Fprintf(&b, "%-6s worker orders sent=%d", label, c.sent.Load())
+	default:
+		stolen, worker := c.sent.Load(), c.workerSent.Load()
+		fmt.Fprintf(&b, "%-6s requests http=%d echo=%d grpc=%d fast=%d failed=%d | orders placed=%d sent=%d",
+			label, c.http.Load(), c.echo.Load(), c.grpc.Load(), c.fast.Load(), c.failed.Load(), c.placed.Load(), stolen+worker)
+		if a.role == roleBoth {
+			fmt.Fprintf(&b, " (stolen=%d worker=%d)", stolen, worker)
+		}
+	}
 	if q, err := a.orders.Depth(ctx); err != nil {
 		fmt.Fprintf(&b, " | queue: %v", err)
 	} else {

@@ -67,6 +67,28 @@
 // stop the queue. Register handlers before the job first runs, so that
 // early tasks do not spend their attempts as unknown types.
 //
+// # Dedicated workers
+//
+// [Mux.Serve] runs the same Mux on the same queue in a process of its
+// own, as a dedicated worker: it claims and runs tasks back to back,
+// [WorkerConfig].Concurrency at once, with no budget and no pacing, beside
+// web processes that steal time on the queue; limits, priorities,
+// cancellation, middleware, timeouts and spans hold across both kinds of
+// process. It maintains the queue as Mux.Job does, so a worker registers
+// no Mux.Job of its queue. On its context's end (SIGTERM) it claims
+// nothing more, hands back what it had claimed and not started, and lets
+// the started handlers finish up to the ShutdownTimeout or Abort; then
+// their contexts end with [ErrWorkerStopped] and their tasks go back,
+// their attempts unused:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	err := mux.Serve(ctx, q, tasks.WorkerConfig{Concurrency: 32, ShutdownTimeout: 20 * time.Second})
+//
+// When to prefer workers to stolen time, the graceful shutdown under an
+// orchestrator, and a scaling rule on the queue's depth:
+// docs/operations.md, "Dedicated workers".
+//
 // # Inside a handler
 //
 // A handler's context is its task: [InfoFrom] returns its id, type,
