@@ -26,8 +26,12 @@ type WorkerConfig struct {
 	// Serve's context has ended (SIGTERM); then those still running see
 	// their contexts end with [ErrWorkerStopped], and their tasks go
 	// back to the queue. 0: each runs to its end, or to its lease's
-	// margin, which ends its context anyway. Keep it below the
-	// orchestrator's grace period (Kubernetes: 30 s by default).
+	// margin, which ends its context anyway. A handler that ignores its
+	// context's end holds Serve at most a few seconds past the
+	// ShutdownTimeout (or Abort): Serve then returns an error wrapping
+	// [ErrWorkerStopped], and that handler's batch comes back as a
+	// crash's would. Keep it below the orchestrator's grace period
+	// (Kubernetes: 30 s by default).
 	ShutdownTimeout time.Duration
 	// Abort, closed once Serve's context has ended, ends the wait at
 	// once, as the ShutdownTimeout would: close it on a second signal.
@@ -40,7 +44,9 @@ type WorkerConfig struct {
 // queue. Everything a stolen slice has holds here: the handlers and
 // their middleware, limits, priorities, cancellation, timeouts, the
 // task's [Info], the failures' log and the spans. It returns nil once
-// ctx has ended and its handlers are done, or an error at once for an
+// ctx has ended and its handlers are done, an error wrapping
+// [ErrWorkerStopped] if some ignore their contexts' end past the
+// shutdown's deadline (see ShutdownTimeout), or an error at once for an
 // invalid argument; a Redis outage is logged, and Serve goes on.
 //
 // Shutdown: once ctx ends, Serve claims nothing more and hands back the

@@ -39,8 +39,10 @@ type ServeConfig struct {
 // started handlers finish, and returns nil. At the ShutdownTimeout or on
 // Abort the handlers still running see their contexts end with cause
 // ErrStopped, and their items go back to the queue, their attempts
-// unused, as a Snooze does. A crash (SIGKILL) loses nothing either: the
-// leases expire and the next claim hands the items back.
+// unused, as a Snooze does; if some ignore it, Serve returns an error
+// wrapping ErrStopped after stuckGrace and leaves them running. A crash
+// (SIGKILL) loses nothing either: the leases expire and the next claim
+// hands the items back.
 func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 	j, ok := job.(*drainJob)
 	switch {
@@ -84,6 +86,33 @@ func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 		}
 	})()
 	sctx := context.WithValue(ctx, hardStopKey{}, hard)
+	// The slices run on a goroutine of their own, so that a handler that
+	// ignores its context's end cannot hold Serve past the deadline.
+	looped := make(chan struct{})
+	go func() {
+		defer close(looped)
+		serveSlices(ctx, sctx, j, cfg, wake)
+	}()
+	select {
+	case <-looped:
+		return nil
+	case <-hard.Done():
+	}
+	// The handlers' contexts have ended: those that heed it return at once,
+	// and their batches settle in a round trip or two.
+	grace := stuckGrace + 2*j.cfg.RedisTimeout
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-looped:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w: handlers ignored their contexts' end for %v; their tasks come back as their leases expire, each having used an attempt", ErrStopped, grace)
+	}
+}
+
+// serveSlices runs the job's slices under sctx until ctx ends.
+func serveSlices(ctx, sctx context.Context, j *drainJob, cfg ServeConfig, wake <-chan struct{}) {
 	idle, backoff := idleMin, time.Duration(0)
 	for ctx.Err() == nil {
 		slice, end := context.WithTimeout(sctx, workSlice)
@@ -113,8 +142,14 @@ func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 			idle = min(2*idle, idleMax)
 		}
 	}
-	return nil
 }
+
+// stuckGrace, with two Redis round trips, is how long Serve waits, once
+// the handlers' contexts ended at its deadline, for the handlers to
+// return and their batches to settle. A handler that ignores its
+// context may never return: Serve returns anyway, and its task, like
+// the rest of its batch, comes back when the lease expires.
+const stuckGrace = 2 * time.Second
 
 // A worker's slice: long enough that the handlers seldom wait at its end
 // for the slowest of them, short enough that a new lease or Concurrency
