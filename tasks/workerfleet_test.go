@@ -330,7 +330,7 @@ func TestServeWorkerSIGTERM(t *testing.T) {
 type fleetRuns struct {
 	mu             sync.Mutex
 	byID           map[string]int
-	order          []string // the tasks' priorities, as they started
+	order          []fleetRun // as they started
 	byKind         map[string]int
 	running, most  atomic.Int64
 	limitedStarted atomic.Int64
@@ -342,8 +342,10 @@ func (f *fleetRuns) ran(ctx context.Context, kind string) {
 	defer f.mu.Unlock()
 	f.byID[info.ID]++
 	f.byKind[kind]++
-	f.order = append(f.order, info.Priority)
+	f.order = append(f.order, fleetRun{info.Priority, kind})
 }
+
+type fleetRun struct{ priority, kind string }
 
 func (f *fleetRuns) count() int {
 	f.mu.Lock()
@@ -467,7 +469,9 @@ func TestServeWorkerBesideStealers(t *testing.T) {
 func TestServeWorkerPrioritiesBesideStealers(t *testing.T) {
 	t.Parallel()
 	f := &fleetRuns{byID: map[string]int{}, byKind: map[string]int{}}
-	fleet := newFleetOfKinds(t, f, 10*time.Millisecond)
+	// Slow enough that the worker alone takes a while to drain the
+	// backlog: the web processes' slices get their share.
+	fleet := newFleetOfKinds(t, f, 25*time.Millisecond)
 	ctx := testrig.Context(t, 2*time.Minute)
 	if err := fleet.q.SetPriorities(ctx, map[string]int{"critical": 6, "default": 3, "low": 1}); err != nil {
 		t.Fatal(err)
@@ -486,22 +490,20 @@ func TestServeWorkerPrioritiesBesideStealers(t *testing.T) {
 		func() string { d, _ := fleet.q.Depth(ctx); return "queue: " + fmtDepth(d) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	got := map[string]int{}
-	for _, p := range f.order[:300] {
-		if p == "" {
-			p = "default"
-		}
-		got[p]++
+	got, kinds := map[string]int{}, map[string]int{}
+	for _, r := range f.order[:300] {
+		got[r.priority]++
+		kinds[r.kind]++
 	}
 	for p, want := range map[string]float64{"critical": 180, "default": 90, "low": 30} {
 		if g := float64(got[p]); g < want*0.9 || g > want*1.1 {
 			t.Errorf("%s: %d of the first 300 tasks, want %.0f ± 10 %%", p, got[p], want)
 		}
 	}
-	if f.byKind["worker"] == 0 || f.byKind["web"] == 0 {
-		t.Errorf("runs by kind of process %v: want some on each", f.byKind)
+	if kinds["worker"] == 0 || kinds["web"] == 0 {
+		t.Errorf("the first 300 by kind of process %v: want some on each", kinds)
 	}
-	t.Logf("the first 300 by priority %v; runs by kind %v", got, f.byKind)
+	t.Logf("the first 300 by priority %v, by kind %v; all runs by kind %v", got, kinds, f.byKind)
 }
 
 // logLines is a logger's text output, read while it is written.
