@@ -84,7 +84,11 @@ func (m *Mux) Serve(ctx context.Context, q *queue.Queue, cfg WorkerConfig) error
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Abort:           cfg.Abort,
 		OnError: func(err error) {
-			log.LogAttrs(ctx, slog.LevelWarn, "worksteal: a worker's slice failed; it goes on", slog.String("queue", q.Name()), slog.Any("error", err))
+			msg := "worksteal: a worker's slice failed; it goes on"
+			if ctx.Err() != nil {
+				msg = "worksteal: a worker's last slice failed at its shutdown; its tasks come back as their leases expire"
+			}
+			log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("queue", q.Name()), slog.Any("error", err))
 		},
 	})
 }

@@ -516,6 +516,12 @@ func (l *logLines) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(lockedWriter{&l.mu, &l.buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+func (l *logLines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // count is how many lines hold s.
 func (l *logLines) count(s string) int {
 	l.mu.Lock()
@@ -717,4 +723,70 @@ func TestServeWorkerHandlerIgnoresContext(t *testing.T) {
 	if r.attempts[2] != 3 {
 		t.Errorf("runs by attempt %v; want the stuck 3 again at attempt 2 (their leases expired)", r.attempts)
 	}
+}
+
+// TestServeWorkerStopsWhileRedisHangs: Serve's context ends while Redis
+// hangs (SIGSTOP) with handlers running: Serve returns within a few
+// Redis timeouts, nil, with a WARN line for the settle that failed, and
+// once Redis answers again the tasks it could not settle come back when
+// their leases expire, and run.
+func TestServeWorkerStopsWhileRedisHangs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var logs logLines
+	b := setup(t, srv.Client(t), queue.Config{Lease: 2 * time.Second}, tasks.WithLogger(logs.logger()))
+	r := newRuns()
+	mustHandle(t, b.mux, "work", func(ctx context.Context, n int) (int, error) {
+		r.add(ctx)
+		time.Sleep(300 * time.Millisecond)
+		return n, nil
+	})
+	ctx := testrig.Context(t, time.Minute)
+	ids, err := enqueueMany(ctx, b.client, "work", make([]int, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- b.mux.Serve(sctx, b.q, tasks.WorkerConfig{Concurrency: 8}) }()
+	testrig.Eventually(t, 10*time.Second, "8 handlers running", func() bool { n, _ := r.count(); return n >= 8 })
+	srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	cancel()
+	began := time.Now()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve = %v, want nil", err)
+		}
+		t.Logf("Serve returned %v after its context ended, Redis hung", time.Since(began).Round(time.Millisecond))
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return 15s after its context ended, Redis hung")
+	}
+	srv.Resume()
+	resumed = true
+	stop := serve(t, b, tasks.WorkerConfig{Concurrency: 8})
+	testrig.Eventually(t, 30*time.Second, "the queue empty", func() bool {
+		d, err := b.q.Depth(ctx)
+		return err == nil && emptyQueue(d)
+	}, func() string { d, _ := b.q.Depth(ctx); return "queue: " + fmtDepth(d) })
+	if err := stop(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if r.byID[id] == 0 {
+			t.Errorf("%s never ran: lost", id)
+		}
+	}
+	if logs.count("failed at its shutdown") == 0 {
+		t.Errorf("no WARN line for the settle that failed at the shutdown:\n%s", logs.text())
+	}
+	t.Logf("runs by attempt %v; %d WARN lines", r.attempts, logs.count("level=WARN"))
 }

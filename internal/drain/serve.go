@@ -118,8 +118,9 @@ func serveSlices(ctx, sctx context.Context, j *drainJob, cfg ServeConfig, wake <
 		slice, end := context.WithTimeout(sctx, workSlice)
 		rep, err := j.Run(slice)
 		// A slice ended by its own deadline or by the shutdown says so;
-		// that is no failure.
-		ended := ctx.Err() != nil || slice.Err() != nil && errors.Is(err, context.DeadlineExceeded)
+		// that is no failure. A settle or hand-back that failed on the
+		// way out is one: its tasks come back only as their leases expire.
+		ended := onlyEnded(err, slice.Err())
 		end()
 		if err != nil && !ended {
 			if cfg.OnError != nil {
@@ -142,6 +143,30 @@ func serveSlices(ctx, sctx context.Context, j *drainJob, cfg ServeConfig, wake <
 			idle = min(2*idle, idleMax)
 		}
 	}
+}
+
+// onlyEnded reports whether err says nothing but end, the error of the
+// slice's context: every error it joins is end. Redis calls have contexts
+// of their own (RedisContext), so their failures are not end, unless a
+// timeout of theirs is told at the slice's own deadline.
+func onlyEnded(err, end error) bool {
+	if end == nil || err == nil {
+		return false
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if !onlyEnded(inner, end) {
+				return false
+			}
+		}
+		return true
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return onlyEnded(inner, end)
+		}
+	}
+	return err == end
 }
 
 // stuckGrace, with two Redis round trips, is how long Serve waits, once
