@@ -137,17 +137,24 @@ func readServeLog(t *testing.T, path string) serveLog {
 	return l
 }
 
-// leasedIDs are the ids that q's leases hold.
-func leasedIDs(t *testing.T, rdb redis.UniversalClient, q *queue.Queue) map[string]bool {
+// leasedIDs are those of ids that q's leases hold (the leases' key holds
+// an entry of its own too, which is no task).
+func leasedIDs(t *testing.T, rdb redis.UniversalClient, q *queue.Queue, ids []string) map[string]bool {
 	t.Helper()
 	key := "{" + q.Config().Prefix + ":q:" + q.Name() + "}:leases"
-	ids, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
+	members, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := map[string]bool{}
+	for _, m := range members {
+		held[m] = true
+	}
 	leased := map[string]bool{}
 	for _, id := range ids {
-		leased[id] = true
+		if held[id] {
+			leased[id] = true
+		}
 	}
 	return leased
 }
@@ -190,7 +197,7 @@ func TestServeWorkerSIGKILL(t *testing.T) {
 	// The killed worker's last calls, if Redis had them, are run by now.
 	time.Sleep(100 * time.Millisecond)
 	killed := readServeLog(t, logPath)
-	leased := leasedIDs(t, rdb, b.q)
+	leased := leasedIDs(t, rdb, b.q, ids)
 	running := 0 // started, not ended: mid-handler at the kill
 	for id := range killed.started {
 		if !killed.ended[id] {
