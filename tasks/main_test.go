@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(chainWorkerEnv) != "" {
 		os.Exit(runChainWorker())
 	}
+	// The Serve worker's signal tests start it as theirs.
+	if os.Getenv(serveWorkerEnv) != "" {
+		os.Exit(runServeWorker())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -26,8 +26,12 @@ type WorkerConfig struct {
 	// Serve's context has ended (SIGTERM); then those still running see
 	// their contexts end with [ErrWorkerStopped], and their tasks go
 	// back to the queue. 0: each runs to its end, or to its lease's
-	// margin, which ends its context anyway. Keep it below the
-	// orchestrator's grace period (Kubernetes: 30 s by default).
+	// margin, which ends its context anyway. A handler that ignores its
+	// context's end holds Serve at most a few seconds past the
+	// ShutdownTimeout (or Abort): Serve then returns an error wrapping
+	// [ErrWorkerStopped], and that handler's batch comes back as a
+	// crash's would. Keep it below the orchestrator's grace period
+	// (Kubernetes: 30 s by default).
 	ShutdownTimeout time.Duration
 	// Abort, closed once Serve's context has ended, ends the wait at
 	// once, as the ShutdownTimeout would: close it on a second signal.
@@ -40,7 +44,9 @@ type WorkerConfig struct {
 // queue. Everything a stolen slice has holds here: the handlers and
 // their middleware, limits, priorities, cancellation, timeouts, the
 // task's [Info], the failures' log and the spans. It returns nil once
-// ctx has ended and its handlers are done, or an error at once for an
+// ctx has ended and its handlers are done, an error wrapping
+// [ErrWorkerStopped] if some ignore their contexts' end past the
+// shutdown's deadline (see ShutdownTimeout), or an error at once for an
 // invalid argument; a Redis outage is logged, and Serve goes on.
 //
 // Shutdown: once ctx ends, Serve claims nothing more and hands back the
@@ -48,10 +54,7 @@ type WorkerConfig struct {
 // handlers finish, up to cfg.ShutdownTimeout or cfg.Abort, after which
 // their contexts end with [ErrWorkerStopped] and their tasks go back,
 // their attempts unused (as a [Snooze] of no delay: a task stopped so
-// more than 100 times fails an attempt). Handlers that ignore their
-// contexts are left running about a second later, and Serve returns an
-// error wrapping ErrWorkerStopped; their leases bring their tasks back
-// once the process has exited. A crash loses nothing either:
+// more than 100 times fails an attempt). A crash loses nothing either:
 // the leases expire, and the next claim hands the tasks back, each
 // having used an attempt.
 //
@@ -81,7 +84,11 @@ func (m *Mux) Serve(ctx context.Context, q *queue.Queue, cfg WorkerConfig) error
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Abort:           cfg.Abort,
 		OnError: func(err error) {
-			log.LogAttrs(ctx, slog.LevelWarn, "worksteal: a worker's slice failed; it goes on", slog.String("queue", q.Name()), slog.Any("error", err))
+			msg := "worksteal: a worker's slice failed; it goes on"
+			if ctx.Err() != nil {
+				msg = "worksteal: a worker's last slice failed at its shutdown; its tasks come back as their leases expire"
+			}
+			log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("queue", q.Name()), slog.Any("error", err))
 		},
 	})
 }

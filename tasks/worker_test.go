@@ -315,36 +315,3 @@ func TestServeInTheTraces(t *testing.T) {
 		t.Errorf("the CONSUMER span's links %v; want the enqueue's PRODUCER span first", links)
 	}
 }
-
-// TestServeLeavesHandlersThatIgnoreTheirContexts: a handler that ignores
-// its context's end does not hold Serve past the shutdown's deadline by
-// more than a second and a settle: Serve returns ErrWorkerStopped, and
-// the task, whose lease still runs, is acked once the handler returns.
-func TestServeLeavesHandlersThatIgnoreTheirContexts(t *testing.T) {
-	b := setup(t, nil, queue.Config{Lease: 30 * time.Second})
-	release := make(chan struct{})
-	var started atomic.Int32
-	mustHandle(t, b.mux, "deaf", func(ctx context.Context, n int) (int, error) {
-		started.Add(1)
-		<-release // not ctx
-		return n, nil
-	})
-	mustEnqueue(t, b.client, "deaf", 1)
-	stop := serve(t, b, tasks.WorkerConfig{ShutdownTimeout: 100 * time.Millisecond})
-	testrig.Eventually(t, 10*time.Second, "the handler started", func() bool { return started.Load() == 1 })
-	began := time.Now()
-	err := stop()
-	took := time.Since(began)
-	close(release)
-	if !errors.Is(err, tasks.ErrWorkerStopped) {
-		t.Errorf("Serve = %v, want ErrWorkerStopped", err)
-	}
-	// 100 ms, then a second and a RedisTimeout (250 ms); the margin is load's.
-	if took > 10*time.Second {
-		t.Errorf("Serve returned %v after its context ended", took)
-	}
-	testrig.Eventually(t, 10*time.Second, "the late handler's task acked", func() bool {
-		d, err := b.q.Depth(context.Background())
-		return err == nil && d.Pending+d.Leased+d.Delayed+d.Dead == 0
-	})
-}

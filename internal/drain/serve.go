@@ -39,12 +39,10 @@ type ServeConfig struct {
 // started handlers finish, and returns nil. At the ShutdownTimeout or on
 // Abort the handlers still running see their contexts end with cause
 // ErrStopped, and their items go back to the queue, their attempts
-// unused, as a Snooze does. Handlers that ignore their contexts' end are
-// left running abandonAfter (and a settle's RedisTimeout) later, when
-// Serve returns an error wrapping ErrStopped: the process is about to
-// exit, and their leases bring their items back. A crash (SIGKILL) loses
-// nothing either: the leases expire and the next claim hands the items
-// back.
+// unused, as a Snooze does; if some ignore it, Serve returns an error
+// wrapping ErrStopped after stuckGrace and leaves them running. A crash
+// (SIGKILL) loses nothing either: the leases expire and the next claim
+// hands the items back.
 func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 	j, ok := job.(*drainJob)
 	switch {
@@ -88,33 +86,41 @@ func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 		}
 	})()
 	sctx := context.WithValue(ctx, hardStopKey{}, hard)
+	// The slices run on a goroutine of their own, so that a handler that
+	// ignores its context's end cannot hold Serve past the deadline.
+	looped := make(chan struct{})
+	go func() {
+		defer close(looped)
+		serveSlices(ctx, sctx, j, cfg, wake)
+	}()
+	select {
+	case <-looped:
+		return nil
+	case <-hard.Done():
+	}
+	// The handlers' contexts have ended: those that heed it return at once,
+	// and their batches settle in a round trip or two.
+	grace := stuckGrace + 2*j.cfg.RedisTimeout
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-looped:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w: handlers ignored their contexts' end for %v; their tasks come back as their leases expire, each having used an attempt", ErrStopped, grace)
+	}
+}
+
+// serveSlices runs the job's slices under sctx until ctx ends.
+func serveSlices(ctx, sctx context.Context, j *drainJob, cfg ServeConfig, wake <-chan struct{}) {
 	idle, backoff := idleMin, time.Duration(0)
 	for ctx.Err() == nil {
 		slice, end := context.WithTimeout(sctx, workSlice)
-		ran := make(chan sliceResult, 1)
-		go func() {
-			rep, err := j.Run(slice)
-			ran <- sliceResult{rep, err}
-		}()
-		var res sliceResult
-		select {
-		case res = <-ran:
-		case <-hard.Done():
-			// The shutdown's deadline has ended the handlers' contexts:
-			// a handler that ignores its own is not waited for long, as
-			// the process is about to exit; its task's lease brings it
-			// back.
-			select {
-			case res = <-ran:
-			case <-time.After(j.cfg.RedisTimeout + abandonAfter):
-				end()
-				return fmt.Errorf("%w: handlers still ran %v after their contexts ended; their tasks come back once their leases end", ErrStopped, j.cfg.RedisTimeout+abandonAfter)
-			}
-		}
-		rep, err := res.rep, res.err
+		rep, err := j.Run(slice)
 		// A slice ended by its own deadline or by the shutdown says so;
-		// that is no failure.
-		ended := ctx.Err() != nil || slice.Err() != nil && errors.Is(err, context.DeadlineExceeded)
+		// that is no failure. A settle or hand-back that failed on the
+		// way out is one: its tasks come back only as their leases expire.
+		ended := onlyEnded(err, slice.Err())
 		end()
 		if err != nil && !ended {
 			if cfg.OnError != nil {
@@ -137,17 +143,38 @@ func Serve(ctx context.Context, job recruiter.Job, cfg ServeConfig) error {
 			idle = min(2*idle, idleMax)
 		}
 	}
-	return nil
 }
 
-type sliceResult struct {
-	rep recruiter.Report
-	err error
+// onlyEnded reports whether err says nothing but end, the error of the
+// slice's context: every error it joins is end. Redis calls have contexts
+// of their own (RedisContext), so their failures are not end, unless a
+// timeout of theirs is told at the slice's own deadline.
+func onlyEnded(err, end error) bool {
+	if end == nil || err == nil {
+		return false
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if !onlyEnded(inner, end) {
+				return false
+			}
+		}
+		return true
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return onlyEnded(inner, end)
+		}
+	}
+	return err == end
 }
 
-// abandonAfter is how long past the shutdown's deadline, and a settle,
-// Serve waits for handlers that ignore their contexts' end.
-const abandonAfter = time.Second
+// stuckGrace, with two Redis round trips, is how long Serve waits, once
+// the handlers' contexts ended at its deadline, for the handlers to
+// return and their batches to settle. A handler that ignores its
+// context may never return: Serve returns anyway, and its task, like
+// the rest of its batch, comes back when the lease expires.
+const stuckGrace = 2 * time.Second
 
 // A worker's slice: long enough that the handlers seldom wait at its end
 // for the slowest of them, short enough that a new lease or Concurrency
