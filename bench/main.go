@@ -38,6 +38,7 @@ type options struct {
 	resultDir string
 	skip      map[string]bool
 	only      map[string]bool // the request-cost variants to run besides none and the control; empty: all
+	peerExps  map[string]bool // with -peers, the experiments to run; empty: all
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.resultDir, "results", "bench/results", "folder of the SVG plots")
 	skip := flag.String("skip", "", "comma-separated experiments to leave out: cost,redis,health,scale (development only)")
 	only := flag.String("variants", "", "comma-separated request-cost variants to run besides none and the control, such as tasks,tasks-c1 (development only; empty: all)")
+	peerExps := flag.String("peer-exps", "", "with -peers, comma-separated experiments to run alone, such as wait-32,noop-32; their section goes to stdout, BENCHMARKS.md and the plots untouched (empty: all)")
 	sf := serviceFlags{}
 	sf.register(flag.CommandLine)
 	flag.Parse()
@@ -75,7 +77,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: unknown -role %q\n", *role)
 		os.Exit(2)
 	}
-	o.skip, o.only = commaSet(*skip), commaSet(*only)
+	o.skip, o.only, o.peerExps = commaSet(*skip), commaSet(*only), commaSet(*peerExps)
 	// The orchestrator's own logs are short; the services' go to their stderr.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 

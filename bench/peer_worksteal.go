@@ -23,7 +23,7 @@ import (
 var peerTask = tasks.Define[peerArgs, struct{}]("peer")
 
 // wsPeer is worksteal: typed tasks on a queue of the run's redis-server
-// (database 0), worked by drain loops or by README's wiring.
+// (database 0), worked by Mux.Serve or by README's wiring.
 type wsPeer struct {
 	rdb     *redis.Client
 	callRDB *redis.Client // Call's blocking reads hold a connection each
@@ -104,10 +104,8 @@ func (p *wsPeer) left(ctx context.Context) (int64, error) {
 
 // start works the queue: with r.defaults as README wires it (a recruiter,
 // the job at Every 1s, net/http middleware and fast exits at
-// p.cfg.fastExits per second); otherwise as a dedicated worker would: one
-// loop running the job's slices back to back (the recruiter's budget,
-// 50 ms), each with r.workers handlers at once (DrainConfig.Concurrency),
-// resting idlePoll after a slice that found nothing.
+// p.cfg.fastExits per second); otherwise as a dedicated worker, with
+// Mux.Serve and r.workers handlers at once.
 func (p *wsPeer) start(ctx context.Context, r peerRun, h peerHandler) (stop func() error, err error) {
 	mux := tasks.NewMux()
 	if err := peerTask.Handle(mux, func(ctx context.Context, a peerArgs) (struct{}, error) {
@@ -119,34 +117,18 @@ func (p *wsPeer) start(ctx context.Context, r peerRun, h peerHandler) (stop func
 	if r.defaults {
 		return p.startREADME(ctx, mux)
 	}
-	job, err := mux.Job(p.q, jobs.DrainConfig{Concurrency: r.workers})
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() {
-		var first error
-		for ctx.Err() == nil {
-			sctx, end := context.WithTimeout(ctx, sliceBudget)
-			rep, err := job.Run(sctx)
-			end()
-			if err != nil && ctx.Err() == nil && first == nil {
-				first = err
-			}
-			if rep.Items == 0 && !rep.More {
-				_ = sleepCtx(ctx, idlePoll)
-			}
-		}
-		done <- first
-	}()
+	go func() { done <- mux.Serve(ctx, p.q, tasks.WorkerConfig{Concurrency: r.workers}) }()
 	return func() error {
 		cancel()
 		return <-done
 	}, nil
 }
 
-// idlePoll is how long a drain loop rests after a slice that found nothing.
+// idlePoll is River's FetchPollInterval in the processing runs: Mux.Serve
+// looks again this soon after a slice that found nothing (then less
+// often, up to 100 ms, while the queue stays empty).
 const idlePoll = 5 * time.Millisecond
 
 // startREADME is the wiring users get: recruiter.New with its defaults,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -118,7 +119,7 @@ func rangeOf(med, lo, hi float64, rounds int) string {
 	return fmt.Sprintf("%s (%s–%s)", num(med), num(lo), num(hi))
 }
 
-func peersMarkdown(o options, plan peerPlan, machine string, took time.Duration, res peerResults) string {
+func peersMarkdown(o options, exps []peerExp, plan peerPlan, machine string, took time.Duration, res peerResults) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	cmd := "make bench-peers"
@@ -127,6 +128,20 @@ func peersMarkdown(o options, plan peerPlan, machine string, took time.Duration,
 		cmd = "go run ./bench -peers -quick"
 	case o.long:
 		cmd = "make bench-peers ARGS=-long"
+	}
+	some := len(o.peerExps) > 0 // some rows only, printed: no plots
+	if some {
+		args := "-peer-exps " + strings.Join(slices.Sorted(maps.Keys(o.peerExps)), ",")
+		switch {
+		case o.quick:
+			args = "-quick " + args
+		case o.long:
+			args = "-long " + args
+		}
+		cmd = fmt.Sprintf("make bench-peers ARGS='%s'", args)
+	}
+	has := func(kinds ...expKind) bool {
+		return slices.ContainsFunc(exps, func(x peerExp) bool { return slices.Contains(kinds, x.kind) })
 	}
 	p("## Peers: worksteal, asynq and River on the same tasks (`%s`)", cmd)
 	p("")
@@ -139,15 +154,28 @@ func peersMarkdown(o options, plan peerPlan, machine string, took time.Duration,
 		p("")
 		p("**Quick run (`-quick`): small runs, for development only; not figures to quote.**")
 	}
+	if has(expEnqueue, expProcess) {
+		peerThroughput(p, exps, res, !some)
+	}
+	if has(expLatency, expCall) {
+		peerLatencies(p, exps, plan, res, !some)
+	}
+	peerTargets(p, res, some)
+	return b.String()
+}
+
+// peerThroughput writes the enqueue and processing rows of exps, and the
+// plot's link with plot.
+func peerThroughput(p func(string, ...any), exps []peerExp, res peerResults, plot bool) {
 	p("")
 	p("### Throughput")
 	p("")
-	p("Enqueue: tasks of a few bytes of JSON, one enqueue call each from 1 or 8 goroutines, or the system's batch call with 1,000 tasks (worksteal `EnqueueMany`, River `InsertManyFast`; asynq has none), timed from the first call to the last answer. Processing: the queue filled first (untimed), then the workers started and timed from their start to the end of the last task's handler. worksteal's workers are a drain loop, as a dedicated worker would run it: one goroutine runs the typed-task job's slices (`mux.Job(q, jobs.DrainConfig{Concurrency: workers})`, the recruiter's 50 ms budget) back to back, resting %v after a slice that found nothing; each slice runs that many handlers at once. asynq: a server with `Concurrency` set to the workers; River: a client with `MaxWorkers` set to them and its least `FetchCooldown`, %v (River fetches at most once per cooldown: at its default, 100 ms, one worker would do 10 tasks/s), and `FetchPollInterval` %v (as often as worksteal's loops look again; its default is 1 s), the rest at their defaults. Tasks per run differ by system (each run a second or more of its work) and are given in the last column.", idlePoll, riverFetchCooldown, riverFetchPoll)
+	p("Enqueue: tasks of a few bytes of JSON, one enqueue call each from 1 or 8 goroutines, or the system's batch call with 1,000 tasks (worksteal `EnqueueMany`, River `InsertManyFast`; asynq has none), timed from the first call to the last answer. Processing: the queue filled first (untimed), then the workers started and timed from their start to the end of the last task's handler. worksteal's workers are a dedicated worker, `mux.Serve(ctx, q, tasks.WorkerConfig{Concurrency: workers})`: the typed-task job's slices back to back (2 s each), each claim whole waves of that many handlers at once. asynq: a server with `Concurrency` set to the workers; River: a client with `MaxWorkers` set to them and its least `FetchCooldown`, %v (River fetches at most once per cooldown: at its default, 100 ms, one worker would do 10 tasks/s), and `FetchPollInterval` %v (as soon as `Mux.Serve` looks again after a slice that found nothing; its default is 1 s), the rest at their defaults. Tasks per run differ by system (each run a second or more of its work) and are given in the last column.", riverFetchCooldown, riverFetchPoll)
 	p("")
 	p("| experiment | worksteal (tasks/s) | asynq (tasks/s) | River (tasks/s) | worksteal / asynq | worksteal / River | tasks per run (worksteal / asynq / River) | every task once |")
 	p("|---|---|---|---|---|---|---|---|")
 	systems := []string{"worksteal", "asynq", "River"}
-	for _, x := range peerExps {
+	for _, x := range exps {
 		if x.kind != expEnqueue && x.kind != expProcess {
 			continue
 		}
@@ -176,8 +204,15 @@ func peersMarkdown(o options, plan peerPlan, machine string, took time.Duration,
 		cells = append(cells, strings.Join(sizes, " / "), onceAll(all))
 		p("| %s |", strings.Join(cells, " | "))
 	}
-	p("")
-	p("![tasks per second, per experiment and system](bench/results/peers-throughput.svg)")
+	if plot {
+		p("")
+		p("![tasks per second, per experiment and system](bench/results/peers-throughput.svg)")
+	}
+}
+
+// peerLatencies writes the latency and Call rows of exps, and the plot's
+// link with plot.
+func peerLatencies(p func(string, ...any), exps []peerExp, plan peerPlan, res peerResults, plot bool) {
 	p("")
 	p("### Enqueue → start, and Call")
 	p("")
@@ -186,7 +221,7 @@ func peersMarkdown(o options, plan peerPlan, machine string, took time.Duration,
 	p("")
 	p("| what | system | p50 | p99 | p99.9 | max | tasks measured | every task once |")
 	p("|---|---|---|---|---|---|---|---|")
-	for _, x := range peerExps {
+	for _, x := range exps {
 		if x.kind != expLatency && x.kind != expCall {
 			continue
 		}
@@ -199,16 +234,16 @@ func peersMarkdown(o options, plan peerPlan, machine string, took time.Duration,
 			p("| %s | %s | %s | %s | %s | %s | %s | %s |", what, label, ms(h.quantile(0.5)), ms(h.quantile(0.99)), ms(h.quantile(0.999)), ms(time.Duration(h.max.Load())), count(int(h.n.Load())), onceAll(rs))
 		}
 	}
-	p("")
-	p("![enqueue → start and Call latency](bench/results/peers-latency.svg)")
-	p("")
-	peerTargets(p, res)
-	return b.String()
+	if plot {
+		p("")
+		p("![enqueue → start and Call latency](bench/results/peers-latency.svg)")
+	}
 }
 
-// peerTargets writes issue 28's targets that this run measures, each
-// against its baseline of the same run.
-func peerTargets(p func(string, ...any), res peerResults) {
+// peerTargets writes issue 28's and 40's targets, each against its
+// baseline of the same run; with some (some rows only), those measured.
+func peerTargets(p func(string, ...any), res peerResults, some bool) {
+	p("")
 	p("### Targets")
 	p("")
 	p("Each against its baseline in the same run; a miss is written as a miss. (The fleet's p99 target under the automatic pace is in the fleet section, `make bench-fleet`, \"Under pressure\".)")
@@ -218,7 +253,9 @@ func peerTargets(p func(string, ...any), res peerResults) {
 	row := func(what, exp string, want float64) {
 		med, lo, hi, ok := res.ratio(exp, "worksteal", "asynq")
 		if !ok {
-			p("| %s | not measured | — |", what)
+			if !some {
+				p("| %s | not measured | — |", what)
+			}
 			return
 		}
 		met := "**met**"
@@ -231,6 +268,16 @@ func peerTargets(p func(string, ...any), res peerResults) {
 	row("no-op processing ≥ 10× asynq, 1 worker", "noop-1", 10)
 	row("no-op processing ≥ 10× asynq, 8 workers", "noop-8", 10)
 	row("tasks that wait 50 ms ≥ 1.0× asynq, 8 workers", "wait-8", 1)
+	// Issue 40: a dedicated worker against the ideal, 32 / 50 ms = 640/s.
+	if med, lo, hi, ok := res.rates("wait-32", "worksteal"); ok {
+		met := "**met**"
+		if med < 500 {
+			met = "**missed**"
+		}
+		p("| tasks that wait 50 ms ≥ 500/s, 32 workers (`Mux.Serve`; 640/s at best) | %s/s (%s–%s) | %s |", num(med), num(lo), num(hi), met)
+	} else if !some {
+		p("| tasks that wait 50 ms ≥ 500/s, 32 workers (`Mux.Serve`) | not measured | — |")
+	}
 	row("enqueue ≥ 1.0× asynq, 1 goroutine", "enqueue-1", 1)
 	row("enqueue ≥ 1.0× asynq, 8 goroutines", "enqueue-8", 1)
 }
@@ -239,7 +286,7 @@ func peerTargets(p func(string, ...any), res peerResults) {
 func peerCharts(res peerResults) map[string]barChart {
 	systems := []string{"worksteal", "asynq", "River"}
 	tp := barChart{Title: "Peers: tasks per second (log), median of the rounds, whiskers: lowest to highest", YLabel: "tasks per second (log)", Series: systems}
-	short := map[string]string{"enqueue-1": "enqueue\n1 goroutine", "enqueue-8": "enqueue\n8 goroutines", "enqueue-batch": "enqueue\nbatches", "noop-1": "no-op\n1 worker", "noop-8": "no-op\n8 workers", "wait-8": "wait 50 ms\n8 workers"}
+	short := map[string]string{"enqueue-1": "enqueue\n1 goroutine", "enqueue-8": "enqueue\n8 goroutines", "enqueue-batch": "enqueue\nbatches", "noop-1": "no-op\n1 worker", "noop-8": "no-op\n8 workers", "wait-8": "wait 50 ms\n8 workers", "noop-32": "no-op\n32 workers", "wait-32": "wait 50 ms\n32 workers"}
 	tp.Values, tp.Lo, tp.Hi = make([][]float64, len(systems)), make([][]float64, len(systems)), make([][]float64, len(systems))
 	for _, x := range peerExps {
 		if x.kind != expEnqueue && x.kind != expProcess {

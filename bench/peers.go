@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,8 +82,32 @@ var peerExps = []peerExp{
 	{key: "noop-1", label: "process no-op tasks, 1 worker", kind: expProcess, run: peerRun{workers: 1}},
 	{key: "noop-8", label: "process no-op tasks, 8 workers", kind: expProcess, run: peerRun{workers: 8}},
 	{key: "wait-8", label: "process tasks that wait 50 ms, 8 workers", kind: expProcess, run: peerRun{workers: 8, wait: 50 * time.Millisecond}},
+	{key: "noop-32", label: "process no-op tasks, 32 workers", kind: expProcess, run: peerRun{workers: 32}},
+	{key: "wait-32", label: "process tasks that wait 50 ms, 32 workers", kind: expProcess, run: peerRun{workers: 32, wait: 50 * time.Millisecond}},
 	{key: "latency", label: "enqueue → start at 500/s, defaults", kind: expLatency, run: peerRun{defaults: true}},
 	{key: "call", label: "Call (enqueue and wait for the result) at 500/s, defaults", kind: expCall, run: peerRun{defaults: true}},
+}
+
+// selectPeerExps is the experiments of keys, in peerExps' order; all of
+// them for none.
+func selectPeerExps(keys map[string]bool) ([]peerExp, error) {
+	if len(keys) == 0 {
+		return peerExps, nil
+	}
+	var xs []peerExp
+	for _, x := range peerExps {
+		if keys[x.key] {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) < len(keys) {
+		known := make([]string, len(peerExps))
+		for i, x := range peerExps {
+			known[i] = x.key
+		}
+		return nil, fmt.Errorf("-peer-exps: an experiment of %v is unknown; they are %s", slices.Sorted(maps.Keys(keys)), strings.Join(known, ","))
+	}
+	return xs, nil
 }
 
 // peerRate is the open-loop rate of the latency and call experiments.
@@ -118,6 +145,8 @@ func (p peerPlan) size(e peerExp, sys string) int {
 		"noop-1":        {"worksteal": 200_000, "asynq": 20_000, "River": 2_000},
 		"noop-8":        {"worksteal": 200_000, "asynq": 20_000, "River": 8_000},
 		"wait-8":        {"worksteal": 400, "asynq": 400, "River": 400},
+		"noop-32":       {"worksteal": 200_000, "asynq": 20_000, "River": 8_000},
+		"wait-32":       {"worksteal": 2_000, "asynq": 2_000, "River": 2_000},
 	}[e.key][sys]
 	return max(int(float64(base)*p.scale), 1)
 }
@@ -201,6 +230,10 @@ func (t *tracker) tally(n int64) (dups, missing int64) {
 func runPeerBench(ctx context.Context, o options) (err error) {
 	began, loadBefore := time.Now(), loadAverage()
 	plan := peerPlanFor(o.quick, o.long)
+	exps, err := selectPeerExps(o.peerExps)
+	if err != nil {
+		return err
+	}
 	e, err := startEnv(ctx, o)
 	if err != nil {
 		return err
@@ -238,7 +271,7 @@ func runPeerBench(ctx context.Context, o options) (err error) {
 
 	res := peerResults{}
 	for round := range plan.rounds {
-		for _, x := range peerExps {
+		for _, x := range exps {
 			for _, s := range peerSystemsOf(x, ws, wsQuiet, wsRemote, aq, rv) {
 				r, err := runPeerOnce(ctx, plan, x, s)
 				if err != nil {
@@ -254,7 +287,13 @@ func runPeerBench(ctx context.Context, o options) (err error) {
 	}
 	machine := fmt.Sprintf("%s, PostgreSQL %s on loopback (fsync off); load average (1 min) %s when the run began, %s when it ended",
 		describeMachine(e.redisVersion), pg.version, loadBefore, loadAverage())
-	return writeSection(o, peersMarks, peersMarkdown(o, plan, machine, time.Since(began), res), peerCharts(res))
+	section := peersMarkdown(o, exps, plan, machine, time.Since(began), res)
+	if len(o.peerExps) > 0 {
+		// Some rows only: they would replace the whole section and its plots.
+		fmt.Print(section)
+		return nil
+	}
+	return writeSection(o, peersMarks, section, peerCharts(res))
 }
 
 func pgRunAs() string {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/worksteal/worksteal/internal/redistest"
 )
 
 // The open loop numbers its calls 0..n-1, each exactly once: the peer
@@ -89,6 +91,49 @@ func TestBarChartSVG(t *testing.T) {
 	for _, s := range []string{"T &amp; t", "tasks/s", ">line 2<", "y &lt;z&gt;", "n/a"} {
 		if !strings.Contains(svg, s) {
 			t.Errorf("svg lacks %q", s)
+		}
+	}
+}
+
+// selectPeerExps keeps peerExps' order and refuses an unknown key, so
+// that a typo runs nothing rather than fewer rows than asked.
+func TestSelectPeerExps(t *testing.T) {
+	t.Parallel()
+	xs, err := selectPeerExps(map[string]bool{"wait-32": true, "noop-1": true})
+	if err != nil || len(xs) != 2 || xs[0].key != "noop-1" || xs[1].key != "wait-32" {
+		t.Errorf("got %v, %v; want noop-1 then wait-32", xs, err)
+	}
+	if xs, err := selectPeerExps(nil); err != nil || len(xs) != len(peerExps) {
+		t.Errorf("none asked: got %d experiments, %v; want all %d", len(xs), err, len(peerExps))
+	}
+	if _, err := selectPeerExps(map[string]bool{"wait-32": true, "wait-64": true}); err == nil {
+		t.Error("an unknown experiment was accepted")
+	}
+}
+
+// worksteal's processing rows run under Mux.Serve: every task once, and
+// its stop returns once Serve has.
+func TestWorkstealPeerServesEveryTaskOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	p, err := newWSPeer(srv.Options().Addr, wsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	for _, x := range []peerExp{
+		{key: "noop", kind: expProcess, run: peerRun{workers: 32}},
+		{key: "wait", kind: expProcess, run: peerRun{workers: 32, wait: 5 * time.Millisecond}},
+	} {
+		if err := p.reset(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		r, err := peerProcess(t.Context(), 500, x, p)
+		if err != nil {
+			t.Fatalf("%s: %v", x.key, err)
+		}
+		if !r.exact() || r.n != 500 || r.rate <= 0 {
+			t.Errorf("%s: %+v; want 500 tasks each run once, none left, no error", x.key, r)
 		}
 	}
 }
