@@ -54,7 +54,8 @@ func TestVerdictRetryIn(t *testing.T) {
 	b := setup(t, queue.Config{MaxAttempts: 2, BackoffBase: time.Hour, BackoffMax: time.Hour})
 	id := mustEnqueueWith(t, b.q, "x", qstore.EnqueueOptions{}, false)
 	it := mustClaim(t, b.q, 1, 1)[0]
-	before := redisNow(t, b.rdb)
+	// The settle's clock is TIME rounded down to the ms.
+	before := redisNow(t, b.rdb).Truncate(time.Millisecond)
 	if s := settleOne(t, b.q, it, qstore.NewVerdict(qstore.RetryIn, 300*time.Millisecond, errors.New("busy"))); s.Retried != 1 {
 		t.Fatalf("Settle = %+v, want 1 retried", s)
 	}

@@ -1,0 +1,64 @@
+-- needs: undo, lanes, unique
+-- EnqueueOne: enqueuewith.lua's call for the usual item, with no attempt
+-- limit, priority, chain or trace context of its own: at once or delayed,
+-- under a unique key or not. The same keys, arguments and replies as
+-- enqueuewith.lua, which it leaves the other options to, in fewer of
+-- Redis's µs: a script's parts' functions are made anew on every call
+-- (see newScriptWithout), and this one makes only the few it calls.
+-- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
+-- KEYS[4]: limits (hash), unused   KEYS[5]: dead (zset)
+-- KEYS[6]: the unique key's lock (see unique.lua), with a unique key only
+-- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
+-- values   ARGV[2]: id   ARGV[3]: payload
+-- ARGV[4]: delay in ms (0: pending at once)   ARGV[5]: 0 (no limit)
+-- ARGV[6]: the unique key's lifetime in ms (with KEYS[6]; 0: no key)
+-- Returns 1 when it added the item; 0 when that id already has a value
+-- (a resent call); the holder's id when the unique key is held by
+-- another live item, adding nothing. A key of the wrong type fails the
+-- call with nothing written (undo.lua). A pending item's ready time is
+-- its id's (see readyat.lua).
+local id = ARGV[2]
+local unique = KEYS[6]
+local first
+if unique then
+  -- The lock first: a free one (the usual case) spares the lookup of id,
+  -- which only a resent call, whose lock another item took since, needs.
+  local lock = redis.call('HMGET', unique, 'id', 'first')
+  local holder = lock[1]
+  first = lock[2] ~= false
+  if holder and holder ~= id then
+    if redis.call('HEXISTS', KEYS[2], id) == 1 then
+      return 0
+    end
+    local other
+    other, first = uniqueHolder(unique, KEYS[2], KEYS[5], id)
+    if other then
+      return other
+    end
+  end
+end
+-- HSET's count of new fields is 0 only when the id (and the pin) had
+-- values already: a resent call, which adds nothing twice.
+local valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
+if valued == 0 then
+  return 0
+end
+local delay = tonumber(ARGV[4])
+local r
+if delay > 0 then
+  -- TIME rounded up, so no item is due before the delay is over. As
+  -- text made by '%d': a number that Redis turns into text costs more.
+  local t = redis.call('TIME')
+  local due = string.format('%d', t[1] * 1000 + math.ceil(t[2] / 1000) + delay)
+  r = redis.pcall('ZADD', KEYS[3], due, id)
+else
+  r = pushLane(redis.pcall, 'LPUSH', KEYS[1], nil, {id}) -- lanes.lua
+end
+if failed(r) then
+  dropFields(KEYS[2], {id}, valued)
+  error(r)
+end
+if unique then
+  takeUnique(unique, id, ARGV[6], first)
+end
+return 1
