@@ -1,13 +1,14 @@
 -- needs: undo, lanes, unique
 -- EnqueueOne: enqueuewith.lua's call for the usual item, with no attempt
 -- limit, priority, chain or trace context of its own: at once or delayed,
--- under a unique key or not. The same keys, arguments and replies as
--- enqueuewith.lua, which it leaves the other options to, in fewer of
+-- under a unique key or not. The same arguments and replies as
+-- enqueuewith.lua (and keys, but the last two without a unique key),
+-- which it leaves the other options to, in fewer of
 -- Redis's µs: a script's parts' functions are made anew on every call
 -- (see newScriptWithout), and this one makes only the few it calls.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
--- KEYS[4]: limits (hash), unused   KEYS[5]: dead (zset)
--- KEYS[6]: the unique key's lock (see unique.lua), with a unique key only
+-- and with a unique key only: KEYS[4]: limits (hash), unused
+-- KEYS[5]: dead (zset)   KEYS[6]: the unique key's lock (see unique.lua)
 -- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
 -- values   ARGV[2]: id   ARGV[3]: payload
 -- ARGV[4]: delay in ms (0: pending at once)   ARGV[5]: 0 (no limit)

@@ -131,9 +131,11 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 	usual := opts.MaxAttempts == 0 && (opts.Priority == "" || opts.Priority == DefaultPriority) &&
 		opts.Chain.isZero() && opts.Trace == ""
 	if usual {
-		script = enqueueOneScript
+		// Its first three keys only: go-redis allocates for each key.
+		script, keys = enqueueOneScript, q.k.enqueueOneKeys
 	}
 	if opts.Unique != "" {
+		keys = q.k.enqueueWithKeys
 		script, keys = enqueueUniqueScript, append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 		if usual {
 			script = enqueueOneUniqueScript
