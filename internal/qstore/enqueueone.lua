@@ -1,17 +1,19 @@
 -- needs: undo, lanes, unique
--- EnqueueOne: enqueuewith.lua's call for the usual item, with no attempt
--- limit, priority, chain or trace context of its own: at once or delayed,
--- under a unique key or not. The same arguments and replies as
--- enqueuewith.lua (and keys, but the last two without a unique key),
--- which it leaves the other options to, in fewer of
--- Redis's µs: a script's parts' functions are made anew on every call
--- (see newScriptWithout), and this one makes only the few it calls.
+-- EnqueueOne: enqueuewith.lua's call for the usual item, with no
+-- priority, chain or trace context of its own: at once or delayed, with
+-- an attempt limit or not, under a unique key or not. The same arguments
+-- and replies as enqueuewith.lua (and keys, but the last two when the
+-- item has neither a limit nor a unique key), which it leaves the other
+-- options to, in fewer of Redis's µs: a script's parts' functions are
+-- made anew on every call (see newScriptWithout), and this one makes
+-- only the few it calls.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
--- and with a unique key only: KEYS[4]: limits (hash), unused
--- KEYS[5]: dead (zset)   KEYS[6]: the unique key's lock (see unique.lua)
+-- KEYS[4]: limits (hash)    KEYS[5]: dead (zset)
+-- KEYS[6]: the unique key's lock (see unique.lua), with a unique key only
 -- ARGV[1]: the encoding pin (see encodingPin in store.go), the field "" of
--- values   ARGV[2]: id   ARGV[3]: payload
--- ARGV[4]: delay in ms (0: pending at once)   ARGV[5]: 0 (no limit)
+-- values and limits   ARGV[2]: id   ARGV[3]: payload
+-- ARGV[4]: delay in ms (0: pending at once)
+-- ARGV[5]: max attempts (0: the queue's)
 -- ARGV[6]: the unique key's lifetime in ms (with KEYS[6]; 0: no key)
 -- Returns 1 when it added the item; 0 when that id already has a value
 -- (a resent call); the holder's id when the unique key is held by
@@ -44,6 +46,14 @@ local valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
 if valued == 0 then
   return 0
 end
+local limited
+if tonumber(ARGV[5]) > 0 then
+  limited = redis.pcall('HSET', KEYS[4], '', ARGV[1], id, ARGV[5])
+  if failed(limited) then
+    dropFields(KEYS[2], {id}, valued)
+    error(limited)
+  end
+end
 local delay = tonumber(ARGV[4])
 local r
 if delay > 0 then
@@ -56,6 +66,9 @@ else
   r = pushLane(redis.pcall, 'LPUSH', KEYS[1], nil, {id}) -- lanes.lua
 end
 if failed(r) then
+  if limited then
+    dropFields(KEYS[4], {id}, limited)
+  end
   dropFields(KEYS[2], {id}, valued)
   error(r)
 end

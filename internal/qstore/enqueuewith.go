@@ -16,8 +16,8 @@ var (
 	// every call (a tenth of a delayed enqueue's Redis time).
 	enqueueWithScript   = newScriptWithout("enqueuewith", "unique")
 	enqueueUniqueScript = newScript("enqueuewith")
-	// The usual item (no attempt limit, priority, chain or trace context
-	// of its own) on a script that makes only the functions it calls:
+	// The usual item (no priority, chain or trace context of its own) on
+	// a script that makes only the functions it calls:
 	// about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue 41).
 	enqueueOneScript       = newScriptWithout("enqueueone", "unique")
 	enqueueOneUniqueScript = newScript("enqueueone")
@@ -128,11 +128,13 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 // enqueue payload as id with opts.
 func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (script *redis.Script, keys []string, args []any) {
 	script, keys = enqueueWithScript, q.k.enqueueWithKeys
-	usual := opts.MaxAttempts == 0 && (opts.Priority == "" || opts.Priority == DefaultPriority) &&
-		opts.Chain.isZero() && opts.Trace == ""
+	usual := (opts.Priority == "" || opts.Priority == DefaultPriority) && opts.Chain.isZero() && opts.Trace == ""
 	if usual {
-		// Its first three keys only: go-redis allocates for each key.
-		script, keys = enqueueOneScript, q.k.enqueueOneKeys
+		script = enqueueOneScript
+		if opts.MaxAttempts == 0 {
+			// Its first three keys only: go-redis allocates for each key.
+			keys = q.k.enqueueOneKeys
+		}
 	}
 	if opts.Unique != "" {
 		keys = q.k.enqueueWithKeys
