@@ -1,12 +1,12 @@
 -- needs: undo, lanes, unique
--- EnqueueOne: enqueuewith.lua's call for the usual item, with no
--- priority, chain or trace context of its own: at once or delayed, with
--- an attempt limit or not, under a unique key or not. The same arguments
--- and replies as enqueuewith.lua (and keys, but the last two when the
--- item has neither a limit nor a unique key), which it leaves the other
--- options to, in fewer of Redis's µs: a script's parts' functions are
--- made anew on every call (see newScriptWithout), and this one makes
--- only the few it calls.
+-- EnqueueOne: enqueuewith.lua's call for the usual item, with no chain
+-- or trace context of its own: at once or delayed, with an attempt limit,
+-- a priority, a unique key or none. The same arguments and replies as
+-- enqueuewith.lua (and keys, but the last two when the item has neither
+-- a limit nor a unique key), which it leaves chains and trace contexts
+-- to, in fewer of Redis's µs: a script's parts' functions are made anew
+-- on every call (see newScriptWithout), and this one makes only the few
+-- it calls.
 -- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
 -- KEYS[4]: limits (hash)    KEYS[5]: dead (zset)
 -- KEYS[6]: the unique key's lock (see unique.lua), with a unique key only
@@ -15,6 +15,10 @@
 -- ARGV[4]: delay in ms (0: pending at once)
 -- ARGV[5]: max attempts (0: the queue's)
 -- ARGV[6]: the unique key's lifetime in ms (with KEYS[6]; 0: no key)
+-- ARGV[7] to ARGV[9]: unused (a chain's, in enqueuewith.lua)
+-- ARGV[10]: the item's priority ('', 'default' or absent: none), which
+-- must have a weight: it waits in its lane rather than in pending (see
+-- lanes.lua)
 -- Returns 1 when it added the item; 0 when that id already has a value
 -- (a resent call); the holder's id when the unique key is held by
 -- another live item, adding nothing. A key of the wrong type fails the
@@ -40,6 +44,15 @@ if unique then
     end
   end
 end
+local p = (ARGV[10] or '') ~= '' and ARGV[10] ~= 'default' and ARGV[10]
+local lanes
+if p then
+  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
+  if redis.call('HEXISTS', tag .. ':weights', p) == 0 then
+    return redis.error_reply('ERR enqueue: unknown priority "' .. p .. '"')
+  end
+  lanes = tag .. ':lanes'
+end
 -- HSET's count of new fields is 0 only when the id (and the pin) had
 -- values already: a resent call, which adds nothing twice.
 local valued = redis.call('HSET', KEYS[2], '', ARGV[1], id, ARGV[3])
@@ -54,6 +67,18 @@ if tonumber(ARGV[5]) > 0 then
     error(limited)
   end
 end
+local laned = false
+if lanes then
+  local r = redis.pcall('HSET', lanes, id, p)
+  if failed(r) then
+    if limited then
+      dropFields(KEYS[4], {id}, limited)
+    end
+    dropFields(KEYS[2], {id}, valued)
+    error(r)
+  end
+  laned = true
+end
 local delay = tonumber(ARGV[4])
 local r
 if delay > 0 then
@@ -63,9 +88,12 @@ if delay > 0 then
   local due = string.format('%d', t[1] * 1000 + math.ceil(t[2] / 1000) + delay)
   r = redis.pcall('ZADD', KEYS[3], due, id)
 else
-  r = pushLane(redis.pcall, 'LPUSH', KEYS[1], nil, {id}) -- lanes.lua
+  r = pushLane(redis.pcall, 'LPUSH', KEYS[1], p, {id}) -- lanes.lua
 end
 if failed(r) then
+  if laned then
+    redis.call('HDEL', lanes, id)
+  end
   if limited then
     dropFields(KEYS[4], {id}, limited)
   end

@@ -16,8 +16,8 @@ var (
 	// every call (a tenth of a delayed enqueue's Redis time).
 	enqueueWithScript   = newScriptWithout("enqueuewith", "unique")
 	enqueueUniqueScript = newScript("enqueuewith")
-	// The usual item (no priority, chain or trace context of its own) on
-	// a script that makes only the functions it calls:
+	// The usual item (no chain or trace context of its own) on a script
+	// that makes only the functions it calls:
 	// about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue 41).
 	enqueueOneScript       = newScriptWithout("enqueueone", "unique")
 	enqueueOneUniqueScript = newScript("enqueueone")
@@ -128,7 +128,7 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 // enqueue payload as id with opts.
 func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (script *redis.Script, keys []string, args []any) {
 	script, keys = enqueueWithScript, q.k.enqueueWithKeys
-	usual := (opts.Priority == "" || opts.Priority == DefaultPriority) && opts.Chain.isZero() && opts.Trace == ""
+	usual := opts.Chain.isZero() && opts.Trace == ""
 	if usual {
 		script = enqueueOneScript
 		if opts.MaxAttempts == 0 {
