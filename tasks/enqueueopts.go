@@ -71,6 +71,9 @@ func Priority(p string) EnqueueOption {
 
 // queueOptions applies opts for a task of type typ.
 func queueOptions(typ string, opts []EnqueueOption) (queue.EnqueueOptions, error) {
+	if len(opts) == 0 {
+		return queue.EnqueueOptions{}, nil // and o below not allocated
+	}
 	var o enqueueOptions
 	applyOptions(&o, opts)
 	if o.uniqueSet {

@@ -221,9 +221,11 @@ func TestEnqueueWithOptionsIsOneRoundTrip(t *testing.T) {
 	rt := &redistest.RoundTrips{}
 	rdb.AddHook(rt)
 	b := setup(t, rdb, fastRetries)
-	// Dial, and load the scripts: one with a unique key, one without.
+	// Dial, and load the scripts: the usual task's and the one with
+	// every option, each with a unique key and without.
 	mustEnqueue(t, b.client, "add", addArgs{})
 	mustEnqueueWith(t, b.client, "add", addArgs{}, tasks.Unique("warm", time.Minute))
+	mustEnqueueWith(t, b.client, "add", addArgs{}, tasks.Unique("warm2", time.Minute), tasks.Attempts(2))
 	for _, opts := range [][]tasks.EnqueueOption{
 		nil,
 		{tasks.Delay(time.Minute), tasks.Attempts(2), tasks.Unique("k", time.Minute)},

@@ -46,32 +46,47 @@ func TestIDsAreDistinct(t *testing.T) {
 
 // A resent EnqueueWith script call (its reply lost) names the same id: it
 // adds nothing twice, and a unique key held by that very id is no
-// duplicate. A lock key of the wrong type fails the call with nothing
+// duplicate; nor is one that another item took since, while this id is
+// still queued. Both unique scripts: the usual item's and the one with
+// every option. A lock key of the wrong type fails the call with nothing
 // written.
 func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	q := testStore(rdb, "idem", Config{Prefix: "t-idem-with"})
 	ctx := context.Background()
-	keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
-	id := newID()
-	for i, delay := range []int{0, 0, 5000} { // the third resend differs: still nothing new
-		added, err := enqueueUniqueScript.Run(ctx, rdb, keys, encodingPin, id, "p", delay, 3, 60000).Int()
-		want := 0 // a resend
-		if i == 0 {
-			want = 1
+	for name, script := range map[string]*redis.Script{"one": enqueueOneUniqueScript, "with": enqueueUniqueScript} {
+		q := testStore(rdb, "idem", Config{Prefix: "t-idem-" + name})
+		keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
+		id := newID()
+		for i, delay := range []int{0, 0, 5000} { // the third resend differs: still nothing new
+			added, err := script.Run(ctx, rdb, keys, encodingPin, id, "p", delay, 0, 60000).Int()
+			want := 0 // a resend
+			if i == 0 {
+				want = 1
+			}
+			if err != nil || added != want {
+				t.Fatalf("%s: call %d = %d, %v; want %d", name, i, added, err, want)
+			}
 		}
-		if err != nil || added != want {
-			t.Fatalf("call %d = %d, %v; want %d", i, added, err, want)
+		other, _, err := q.EnqueueWith(ctx, []byte("o"), EnqueueOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n, err := rdb.LLen(ctx, q.k.pending).Result(); n != 1 || err != nil {
-		t.Fatalf("pending has %d (%v), want 1", n, err)
-	}
-	if n, err := rdb.ZCard(ctx, q.k.delayed).Result(); n != 0 || err != nil {
-		t.Fatalf("delayed has %d (%v), want 0", n, err)
+		if err := rdb.HSet(ctx, q.k.unique("u"), "id", other).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if added, err := script.Run(ctx, rdb, keys, encodingPin, id, "p", 0, 0, 60000).Result(); err != nil || added != int64(0) {
+			t.Fatalf("%s: resent after another item took the lock = %v, %v; want 0", name, added, err)
+		}
+		if n, err := rdb.LLen(ctx, q.k.pending).Result(); n != 2 || err != nil {
+			t.Fatalf("%s: pending has %d (%v), want 2", name, n, err)
+		}
+		if n, err := rdb.ZCard(ctx, q.k.delayed).Result(); n != 0 || err != nil {
+			t.Fatalf("%s: delayed has %d (%v), want 0", name, n, err)
+		}
 	}
 
+	q := testStore(rdb, "idem", Config{Prefix: "t-idem-with"})
 	bad := q.k.unique("hash")
 	if err := rdb.Set(ctx, bad, "v", 0).Err(); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,8 @@ var previousRelease = []struct {
 	{&releaseScript, []string{"types", "lanes", "release"}},
 	{&enqueueWithScript, []string{"undo", "lanes", "enqueuewith"}},
 	{&enqueueUniqueScript, []string{"unique", "undo", "lanes", "enqueuewith"}},
+	{&enqueueOneScript, []string{"undo", "lanes", "enqueuewith"}},
+	{&enqueueOneUniqueScript, []string{"unique", "undo", "lanes", "enqueuewith"}},
 	{&enqueueJoinScript, []string{"unique", "lanes", "enqueuejoin"}},
 	{&joinScript, []string{"join"}},
 	{&joinResultsScript, []string{"joinresults"}},

@@ -94,7 +94,8 @@ end
 -- jkey[i] is the index in KEYS of the join record of item i, a child.
 local jkey, nchild = {}, 0
 for i, id in ipairs(ids) do
-  if string.find(id, '^[^.]+%.') then
+  -- A plain find first: the pattern costs about 0.3 µs an id.
+  if string.find(id, '.', 1, true) and string.find(id, '^[^.]+%.') then
     nchild = nchild + 1
     jkey[i] = nchild
   end

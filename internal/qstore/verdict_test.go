@@ -54,7 +54,8 @@ func TestVerdictRetryIn(t *testing.T) {
 	b := setup(t, queue.Config{MaxAttempts: 2, BackoffBase: time.Hour, BackoffMax: time.Hour})
 	id := mustEnqueueWith(t, b.q, "x", qstore.EnqueueOptions{}, false)
 	it := mustClaim(t, b.q, 1, 1)[0]
-	before := redisNow(t, b.rdb)
+	// The settle's clock is TIME rounded down to the ms.
+	before := redisNow(t, b.rdb).Truncate(time.Millisecond)
 	if s := settleOne(t, b.q, it, qstore.NewVerdict(qstore.RetryIn, 300*time.Millisecond, errors.New("busy"))); s.Retried != 1 {
 		t.Fatalf("Settle = %+v, want 1 retried", s)
 	}
@@ -189,7 +190,8 @@ func TestVerdictDelayInBounds(t *testing.T) {
 	b := setup(t, queue.Config{MaxAttempts: 3})
 	id := mustEnqueueWith(t, b.q, "x", qstore.EnqueueOptions{}, false)
 	it := mustClaim(t, b.q, 1, 1)[0]
-	before := redisNow(t, b.rdb)
+	// The settle's clock is TIME rounded down to the ms.
+	before := redisNow(t, b.rdb).Truncate(time.Millisecond)
 	settleOne(t, b.q, it, qstore.NewVerdict(qstore.RetryIn, 1<<62, errors.New("much later")))
 	if due := dueOf(t, b, id); due.Sub(before) < qstore.VerdictDelayMax || due.Sub(before) > qstore.VerdictDelayMax+time.Minute {
 		t.Fatalf("due %v after the settle, want %v", due.Sub(before), qstore.VerdictDelayMax)
