@@ -65,7 +65,18 @@ func TestPreviousReleaseMuxBesideThisOne(t *testing.T) {
 		for k, id := range r.enqueue(ctx, ours) {
 			ids[k] = id
 		}
-		done := r.startPrevious(ctx, "c-previous", previousSpec{Do: "run", Until: "empty"})
+		// Each run takes a while in both releases, so that neither drains
+		// the set alone before the other claims (without it, the previous
+		// release ran all of it about one time in four).
+		r.mu.Lock()
+		r.pace = runPace
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			r.pace = 0
+			r.mu.Unlock()
+		}()
+		done := r.startPrevious(ctx, "c-previous", previousSpec{Do: "run", Until: "empty", Pace: runPace})
 		// This release, in-process, claims faster than the previous one
 		// starts: it waits for the previous release's first run.
 		log := filepath.Join(r.dir, "c-previous.log")
@@ -256,3 +267,7 @@ func (r *rig) checkTraces(ctx context.Context) {
 	}
 	t.Logf("%d trace contexts and markers left, each expiring within %v", left, bound)
 }
+
+// runPace is how long each run of the mixed set takes, in both releases:
+// a batch of 8 then holds its claimer 50 ms, while the other claims.
+const runPace = 50 * time.Millisecond

@@ -54,6 +54,7 @@ type previousSpec struct {
 	Runs                string
 	Until               string
 	Lease, Hold, GiveUp time.Duration
+	Pace                time.Duration // how long each run takes
 	MaxAttempts         int
 	Tasks               []mix
 }
@@ -128,7 +129,8 @@ type rig struct {
 	dir    string
 	logger *slog.Logger
 
-	lostLeases int // runs an attempt late (checkAttempt)
+	lostLeases int           // runs an attempt late (checkAttempt)
+	pace       time.Duration // how long each of this release's runs takes
 
 	mu   sync.Mutex
 	runs []string // this release's run lines, as the driver writes its own
@@ -185,7 +187,9 @@ func (r *rig) handle() {
 		info, _ := tasks.InfoFrom(ctx)
 		r.mu.Lock()
 		r.runs = append(r.runs, fmt.Sprintf("R this %s %s %d %d %d", typ, a.K, n, info.Attempt, time.Now().UnixMilli()))
+		pace := r.pace
 		r.mu.Unlock()
+		time.Sleep(pace)
 		if n > 1 || a.Mode == "" {
 			return nil
 		}

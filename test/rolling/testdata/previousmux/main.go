@@ -37,6 +37,7 @@ type spec struct {
 	Runs                string // the key prefix of the runs' counts
 	Until               string // run: "idle" (nothing pending or leased) or "empty" (nothing delayed either)
 	Lease, Hold, GiveUp time.Duration
+	Pace                time.Duration // how long each run takes
 	MaxAttempts         int
 	Tasks               []mix
 }
@@ -164,6 +165,7 @@ func run(ctx context.Context, rdb *redis.Client, q *queue.Queue, s spec, line fu
 			return err
 		}
 		line("R previous %s %s %d 0 %d\n", typ, a.K, n, time.Now().UnixMilli())
+		time.Sleep(s.Pace)
 		if n == 1 && a.Mode != "" {
 			return fmt.Errorf("%s (%s): %w", a.K, a.Mode, errFirstRun)
 		}
