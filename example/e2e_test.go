@@ -381,17 +381,7 @@ func checkRedis(t *testing.T, rdb redis.UniversalClient) {
 		if err != nil || st.Dead != 0 || st.OldestPending > 5*time.Second {
 			return fmt.Errorf("queue stats %+v, %v", st, err)
 		}
-		sent, err := rdb.HVals(ctx, sentKey).Result()
-		if err != nil {
-			return err
-		}
-		all := strings.Join(sent, "\n")
-		for i := range seedStale {
-			if !strings.Contains(all, fmt.Sprintf("Dear seed-%02d,", i)) {
-				return fmt.Errorf("the seeded order of seed-%02d is not sent yet", i)
-			}
-		}
-		return nil
+		return seededSent(ctx, rdb)
 	})
 
 	values, expiry := "{"+sessionsKey+"}:values", "{"+sessionsKey+"}:expiry"
@@ -428,4 +418,20 @@ func checkStop(t *testing.T, p *process) {
 		!strings.Contains(out[len(out)-1], "tasks.orders=") {
 		t.Errorf("the output does not end with the final summary:\n%s", strings.Join(out, "\n"))
 	}
+}
+
+// seededSent says which seeded stale order has no confirmation sent yet;
+// nil once all have.
+func seededSent(ctx context.Context, rdb redis.UniversalClient) error {
+	sent, err := rdb.HVals(ctx, sentKey).Result()
+	if err != nil {
+		return err
+	}
+	all := strings.Join(sent, "\n")
+	for i := range seedStale {
+		if !strings.Contains(all, fmt.Sprintf("Dear seed-%02d,", i)) {
+			return fmt.Errorf("the seeded order of seed-%02d is not sent yet", i)
+		}
+	}
+	return nil
 }

@@ -117,16 +117,21 @@ func runChainWorker() int {
 	}
 }
 
-// startWorker starts a worker process on spec; the test's cleanup kills
-// it.
+// startWorker starts a chain worker process on spec.
 func startWorker(t *testing.T, spec chainWorkerSpec) *exec.Cmd {
+	return startTestProcess(t, chainWorkerEnv, spec)
+}
+
+// startTestProcess starts this test binary again as the worker that
+// TestMain runs when envName holds its spec; the test's cleanup kills it.
+func startTestProcess(t *testing.T, envName string, spec any) *exec.Cmd {
 	t.Helper()
 	env, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), chainWorkerEnv+"="+string(env))
+	cmd.Env = append(os.Environ(), envName+"="+string(env))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -71,10 +72,7 @@ func (m *Mux) Serve(ctx context.Context, q *queue.Queue, cfg WorkerConfig) error
 	case cfg.ShutdownTimeout < 0:
 		return fmt.Errorf("%w: WorkerConfig.ShutdownTimeout %v is negative", ErrInvalidArgument, cfg.ShutdownTimeout)
 	}
-	handlers := cfg.Concurrency
-	if handlers == 0 {
-		handlers = workerConcurrencyDefault
-	}
+	handlers := cmp.Or(cfg.Concurrency, workerConcurrencyDefault)
 	job, err := m.Job(q, jobs.DrainConfig{Concurrency: handlers, Batching: jobs.Batching{Batch: workerBatch(handlers)}})
 	if err != nil {
 		return err

@@ -90,19 +90,17 @@ func runServeWorker() int {
 }
 
 func startServeWorker(t *testing.T, spec serveWorkerSpec) *exec.Cmd {
+	return startTestProcess(t, serveWorkerEnv, spec)
+}
+
+// waitEmpty waits until q holds nothing: pending, leased, delayed or dead.
+func waitEmpty(t *testing.T, q *queue.Queue, within time.Duration) {
 	t.Helper()
-	env, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveWorkerEnv+"="+string(env))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
+	ctx := context.Background()
+	testrig.Eventually(t, within, "the queue empty", func() bool {
+		d, err := q.Depth(ctx)
+		return err == nil && emptyQueue(d)
+	}, func() string { d, _ := q.Depth(ctx); return "queue: " + fmtDepth(d) })
 }
 
 // serveLog is a Serve worker's log: the attempt each task started at,
@@ -212,10 +210,7 @@ func TestServeWorkerSIGKILL(t *testing.T) {
 	}
 
 	stop := serve(t, b, tasks.WorkerConfig{Concurrency: 32})
-	testrig.Eventually(t, 60*time.Second, "the queue empty", func() bool {
-		d, err := b.q.Depth(ctx)
-		return err == nil && emptyQueue(d)
-	}, func() string { d, _ := b.q.Depth(ctx); return "queue: " + fmtDepth(d) })
+	waitEmpty(t, b.q, 60*time.Second)
 	if err := stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
@@ -449,10 +444,7 @@ func TestServeWorkerBesideStealers(t *testing.T) {
 	}
 	testrig.Eventually(t, 90*time.Second, "the 2,000 tasks ran", func() bool { return f.count() >= len(ids) },
 		func() string { d, _ := fleet.q.Depth(ctx); return "queue: " + fmtDepth(d) })
-	testrig.Eventually(t, 10*time.Second, "the queue empty", func() bool {
-		d, err := fleet.q.Depth(ctx)
-		return err == nil && emptyQueue(d)
-	}, func() string { d, _ := fleet.q.Depth(ctx); return "queue: " + fmtDepth(d) })
+	waitEmpty(t, fleet.q, 10*time.Second)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, id := range ids {
@@ -655,10 +647,7 @@ func TestServeWorkerStoppedAtOnce(t *testing.T) {
 		}
 	}
 	stop := serve(t, b, tasks.WorkerConfig{Concurrency: 32})
-	testrig.Eventually(t, 30*time.Second, "the queue empty", func() bool {
-		d, err := b.q.Depth(ctx)
-		return err == nil && emptyQueue(d)
-	}, func() string { d, _ := b.q.Depth(ctx); return "queue: " + fmtDepth(d) })
+	waitEmpty(t, b.q, 30*time.Second)
 	if err := stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
@@ -778,10 +767,7 @@ func TestServeWorkerStopsWhileRedisHangs(t *testing.T) {
 	srv.Resume()
 	resumed = true
 	stop := serve(t, b, tasks.WorkerConfig{Concurrency: 8})
-	testrig.Eventually(t, 30*time.Second, "the queue empty", func() bool {
-		d, err := b.q.Depth(ctx)
-		return err == nil && emptyQueue(d)
-	}, func() string { d, _ := b.q.Depth(ctx); return "queue: " + fmtDepth(d) })
+	waitEmpty(t, b.q, 30*time.Second)
 	if err := stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
