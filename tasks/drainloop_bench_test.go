@@ -32,7 +32,8 @@ type loopArgs struct {
 // once, "wait50ms" ones sleep 50ms; "noop-1-traced" is noop-1 with an
 // OpenTelemetry SDK tracer provider (every span sampled, none exported)
 // on the Client and the Mux. items/s is the peers' figure; redis-µs/item
-// what Redis spent in scripts per task (INFO commandstats).
+// what Redis spent in scripts per task (INFO commandstats); round-trips/item
+// the drain's commands and pipelines per task.
 func BenchmarkDrainLoop(b *testing.B) {
 	for _, v := range []struct {
 		name    string
@@ -47,7 +48,10 @@ func BenchmarkDrainLoop(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			srv := redistest.Start(b)
-			q := newQueue(b, srv.Client(b), "bench", queue.Config{})
+			rdb := srv.Client(b)
+			rt := &redistest.RoundTrips{}
+			rdb.AddHook(rt)
+			q := newQueue(b, rdb, "bench", queue.Config{})
 			var opts []tasks.Option
 			if v.traced {
 				opts = append(opts, tasks.WithTracerProvider(sdktrace.NewTracerProvider()))
@@ -93,6 +97,7 @@ func BenchmarkDrainLoop(b *testing.B) {
 			}
 			before := srv.CommandTimes(b)
 			redisCPU0, goCPU0 := redisCPU(b, srv), processCPU()
+			trips0 := rt.Load()
 			b.ResetTimer()
 			began := time.Now()
 			for unique.Load() < int64(b.N) {
@@ -107,6 +112,7 @@ func BenchmarkDrainLoop(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			trips := rt.Load() - trips0
 			redisCPU1, goCPU1 := redisCPU(b, srv), processCPU()
 			elapsed := time.Unix(0, last.Load()).Sub(began)
 			usec, _ := scriptCost(before, srv.CommandTimes(b))
@@ -120,6 +126,7 @@ func BenchmarkDrainLoop(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
 			b.ReportMetric(float64(usec)/float64(b.N), "redis-µs/item")
+			b.ReportMetric(float64(trips)/float64(b.N), "round-trips/item")
 			b.ReportMetric(float64((redisCPU1-redisCPU0).Microseconds())/float64(b.N), "redis-cpu-µs/item")
 			b.ReportMetric(float64((goCPU1-goCPU0).Microseconds())/float64(b.N), "go-cpu-µs/item")
 		})
