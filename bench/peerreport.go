@@ -216,8 +216,8 @@ func peerLatencies(p func(string, ...any), exps []peerExp, plan peerPlan, res pe
 	p("")
 	p("### Enqueue → start, and Call")
 	p("")
-	p("Tasks enqueued open-loop at %d/s (each enqueue on its own goroutine, at its due time) into a running system at its defaults, for %v of warm-up then %v measured; the latency of a task is from the start of its enqueue call to the start of its handler, over the window's tasks of all rounds pooled. worksteal as README wires it: `recruiter.New(rdb, recruiter.Config{})`, the tasks job registered with `recruiter.JobConfig{Every: time.Second}` and no `Rate`, `stealhttp.Middleware(rec)` on a net/http server, and %d fast exits/s (`recruiter.MarkFastExit`) from an open-loop load on it; and the same with no request at all, so its pace timer alone runs the job. The tasks are enqueued in the process that works them, as for asynq and River here: worksteal's enqueue then rings its queue's bell in that process, and the recruiter visits the job at once (local wake-up, at most 50 woken visits a second); in the row \"remote enqueue\" the same tasks come from a second process (this program with `-role enqueuer`), whose enqueues ring no bell in the worker's, so the job starts them at its next visit (the automatic pace: about once per `Every`, sooner while a backlog lasts). asynq: `asynq.Config{}` (Concurrency: the number of CPUs, a 1 s `TaskCheckInterval` when its queues are empty). River: `MaxWorkers: %d` (its documentation's example; River has no default), its fetch cooldown and poll interval at their defaults (100 ms and 1 s), notified of inserts by PostgreSQL. Call: worksteal's `Task.Call` (enqueue, then wait for the result), at %d/s in the same wiring, from the call's start to its return; asynq and River offer no call that waits for a result.",
-		peerRate, plan.warmup, plan.window, wsFastExits, riverDefaultWorkers, peerRate)
+	p("Tasks enqueued open-loop at %d/s (each enqueue on its own goroutine, at its due time) into a running system at its defaults, for %v of warm-up then %v measured; the latency of a task is from the start of its enqueue call to the start of its handler, over the window's tasks of all rounds pooled. worksteal as README wires it: `recruiter.New(rdb, recruiter.Config{})`, the tasks job registered with `recruiter.JobConfig{Every: time.Second}` and no `Rate`, `stealhttp.Middleware(rec)` on a net/http server, and %d fast exits/s (`recruiter.MarkFastExit`) from an open-loop load on it; and the same with no request at all, so its pace timer alone runs the job. The tasks are enqueued in the process that works them, as for asynq and River here: worksteal's enqueue then rings its queue's bell in that process, and the recruiter visits the job at once (local wake-up, at most 50 woken visits a second); in the row \"remote enqueue\" the same tasks come from a second process (this program with `-role enqueuer`), whose enqueues ring no bell in the worker's, so the job starts them at its next visit (the automatic pace: about once per `Every`, sooner while a backlog lasts). asynq: `asynq.Config{}` (Concurrency: the number of CPUs, a 1 s `TaskCheckInterval` when its queues are empty). River: `MaxWorkers: %d` (its documentation's example; River has no default), its fetch cooldown and poll interval at their defaults (100 ms and 1 s), notified of inserts by PostgreSQL. Call: worksteal's `Task.Call` (enqueue, then wait for the result), at %d/s in the same wiring, from the call's start to its return; asynq and River offer no call that waits for a result. The rows \"a dedicated worker\" run each system as the processing rows do, with as many workers: worksteal's `Mux.Serve` (a remote enqueue rings no bell in the worker, which looks again %v after a slice that found nothing, then less often, up to 100 ms, while the queue stays empty), asynq's server with that `Concurrency` (its 1 s `TaskCheckInterval` kept), River with that `MaxWorkers`, a fetch cooldown of %v and a poll interval of %v.",
+		peerRate, plan.warmup, plan.window, wsFastExits, riverDefaultWorkers, peerRate, idlePoll, riverFetchCooldown, riverFetchPoll)
 	p("")
 	p("| what | system | p50 | p99 | p99.9 | max | tasks measured | every task once |")
 	p("|---|---|---|---|---|---|---|---|")
@@ -226,8 +226,11 @@ func peerLatencies(p func(string, ...any), exps []peerExp, plan peerPlan, res pe
 			continue
 		}
 		what := "enqueue → start"
-		if x.kind == expCall {
+		switch {
+		case x.kind == expCall:
 			what = "Call"
+		case !x.run.defaults:
+			what = fmt.Sprintf("enqueue → start, a dedicated worker of %d", x.run.workers)
 		}
 		for _, label := range res.labels[x.key] {
 			h, rs := res.pooledLatency(x.key, label)

@@ -85,6 +85,7 @@ var peerExps = []peerExp{
 	{key: "noop-32", label: "process no-op tasks, 32 workers", kind: expProcess, run: peerRun{workers: 32}},
 	{key: "wait-32", label: "process tasks that wait 50 ms, 32 workers", kind: expProcess, run: peerRun{workers: 32, wait: 50 * time.Millisecond}},
 	{key: "latency", label: "enqueue → start at 500/s, defaults", kind: expLatency, run: peerRun{defaults: true}},
+	{key: "latency-worker", label: "enqueue → start at 500/s, a dedicated worker of 8", kind: expLatency, run: peerRun{workers: 8}},
 	{key: "call", label: "Call (enqueue and wait for the result) at 500/s, defaults", kind: expCall, run: peerRun{defaults: true}},
 }
 
@@ -304,14 +305,16 @@ func pgRunAs() string {
 }
 
 // peerSystemsOf lists the systems an experiment runs on, in the order of
-// every round: the latency adds worksteal with no traffic at all (its pace
-// timer alone) and worksteal with its tasks enqueued by another process
-// (no local wake-up), and Call is worksteal's alone.
+// every round: the latency adds worksteal with its tasks enqueued by
+// another process (no local wake-up), and at defaults worksteal with no
+// traffic at all (its pace timer alone); Call is worksteal's alone.
 func peerSystemsOf(x peerExp, ws, wsQuiet, wsRemote, aq, rv peerSystem) []peerSystem {
-	switch x.kind {
-	case expLatency:
+	switch {
+	case x.kind == expLatency && !x.run.defaults:
+		return []peerSystem{ws, wsRemote, aq, rv}
+	case x.kind == expLatency:
 		return []peerSystem{ws, wsQuiet, wsRemote, aq, rv}
-	case expCall:
+	case x.kind == expCall:
 		return []peerSystem{ws, wsQuiet}
 	}
 	return []peerSystem{ws, aq, rv}
@@ -324,6 +327,10 @@ func peerLabel(x peerExp, s peerSystem) string {
 		return s.name()
 	}
 	switch {
+	case !x.run.defaults && w.cfg.remote:
+		return "worksteal `Mux.Serve`, remote enqueue"
+	case !x.run.defaults:
+		return "worksteal `Mux.Serve`"
 	case w.cfg.remote:
 		return fmt.Sprintf("worksteal, %d fast exits/s, remote enqueue", int(w.cfg.fastExits))
 	case w.cfg.fastExits == 0:
