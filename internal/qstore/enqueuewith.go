@@ -19,8 +19,8 @@ var (
 	// The usual item (no chain or trace context of its own) on a script
 	// that makes only the functions it calls:
 	// about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue 41).
-	enqueueOneScript       = newScriptWithout("enqueueone", "unique")
-	enqueueOneUniqueScript = newScript("enqueueone")
+	enqueueOneScript       = newScriptOfCalls("enqueueone", "unique")
+	enqueueOneUniqueScript = newScriptOfCalls("enqueueone", "")
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
