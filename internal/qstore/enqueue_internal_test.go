@@ -54,7 +54,7 @@ func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	for name, script := range map[string]*redis.Script{"one": enqueueOneUniqueScript, "with": enqueueUniqueScript} {
+	for name, script := range map[string]*redis.Script{"one": enqueueOneScript, "with": enqueueUniqueScript} {
 		q := testStore(rdb, "idem", Config{Prefix: "t-idem-" + name})
 		keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
 		id := newID()

@@ -1,4 +1,4 @@
--- needs: lanes, unique
+-- needs: lanes
 -- EnqueueOne: enqueuewith.lua's call for the usual item, with no chain
 -- or trace context of its own: at once or delayed, with an attempt limit,
 -- a priority, a unique key or none. The same arguments and replies as
@@ -31,17 +31,18 @@ local first
 if unique then
   -- The lock first: a free one (the usual case) spares the lookup of id,
   -- which only a resent call, whose lock another item took since, needs.
+  -- The lock's reading and taking are unique.lua's (uniqueHolder and
+  -- takeUnique), inlined: its functions would be closures made on every
+  -- call.
   local lock = redis.call('HMGET', unique, 'id', 'first')
   local holder = lock[1]
-  first = lock[2] ~= false
+  first = lock[2]
   if holder and holder ~= id then
     if redis.call('HEXISTS', KEYS[2], id) == 1 then
       return 0
     end
-    local other
-    other, first = uniqueHolder(unique, KEYS[2], KEYS[5], id)
-    if other then
-      return other
+    if redis.call('HEXISTS', KEYS[2], holder) == 1 and not redis.call('ZSCORE', KEYS[5], holder) then
+      return first or holder
     end
   end
 end
@@ -110,6 +111,10 @@ if failed then
   error(failed)
 end
 if unique then
-  takeUnique(unique, id, ARGV[6], first)
+  if first then
+    redis.call('HDEL', unique, 'first')
+  end
+  redis.call('HSET', unique, 'id', id)
+  redis.call('PEXPIRE', unique, ARGV[6])
 end
 return 1

@@ -16,11 +16,11 @@ var (
 	// every call (a tenth of a delayed enqueue's Redis time).
 	enqueueWithScript   = newScriptWithout("enqueuewith", "unique")
 	enqueueUniqueScript = newScript("enqueuewith")
-	// The usual item (no chain or trace context of its own) on a script
-	// that makes only the functions it calls:
-	// about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue 41).
-	enqueueOneScript       = newScriptOfCalls("enqueueone", "unique")
-	enqueueOneUniqueScript = newScriptOfCalls("enqueueone", "")
+	// The usual item (no chain or trace context of its own), with a
+	// unique key or none, on a script that makes only the functions it
+	// calls: about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue
+	// 41).
+	enqueueOneScript = newScriptOfCalls("enqueueone", "")
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
@@ -138,10 +138,10 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 	}
 	if opts.Unique != "" {
 		keys = q.k.enqueueWithKeys
-		script, keys = enqueueUniqueScript, append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
-		if usual {
-			script = enqueueOneUniqueScript
+		if !usual {
+			script = enqueueUniqueScript
 		}
+		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 	}
 	step, steps := "", 0
 	if !opts.Chain.isZero() {

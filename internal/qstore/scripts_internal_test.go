@@ -101,7 +101,7 @@ func TestAssembleOrdersParts(t *testing.T) {
 		t.Error("enqueuewith without unique holds unique.lua")
 	}
 	one := onlyCalled(mustAssemble("enqueueone", ""), "enqueueone")
-	for fn, want := range map[string]bool{"pushLane": true, "laneOf": true, "takeUnique": true, "pushPending": false, "handUnique": false} {
+	for fn, want := range map[string]bool{"pushLane": true, "laneOf": true, "pushPending": false} {
 		if got := strings.Contains(one, "local function "+fn+"("); got != want {
 			t.Errorf("enqueueone of its calls holds %s: %v, want %v", fn, got, want)
 		}
