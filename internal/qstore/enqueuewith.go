@@ -16,10 +16,9 @@ var (
 	// every call (a tenth of a delayed enqueue's Redis time).
 	enqueueWithScript   = newScriptWithout("enqueuewith", "unique")
 	enqueueUniqueScript = newScript("enqueuewith")
-	// The usual item (no chain or trace context of its own), with a
-	// unique key or none, on a script that makes only the functions it
-	// calls: about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue
-	// 41).
+	// The usual item (no chain or trace context of its own), on a
+	// script that makes only the functions it calls and is sent only
+	// what the item needs (BENCHMARKS.md, issue 41).
 	enqueueOneScript = newScriptOfCalls("enqueueone", "")
 )
 
@@ -127,21 +126,13 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 // enqueueWithCall is the script call, its keys and its arguments that
 // enqueue payload as id with opts.
 func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (script *redis.Script, keys []string, args []any) {
-	script, keys = enqueueWithScript, q.k.enqueueWithKeys
-	usual := opts.Chain.isZero() && opts.Trace == ""
-	if usual {
-		script = enqueueOneScript
-		if opts.MaxAttempts == 0 {
-			// Its first three keys only: go-redis allocates for each key.
-			keys = q.k.enqueueOneKeys
-		}
+	if opts.Chain.isZero() && opts.Trace == "" {
+		keys, args = q.enqueueOneCall(id, payload, opts)
+		return enqueueOneScript, keys, args
 	}
+	script, keys = enqueueWithScript, q.k.enqueueWithKeys
 	if opts.Unique != "" {
-		keys = q.k.enqueueWithKeys
-		if !usual {
-			script = enqueueUniqueScript
-		}
-		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+		script, keys = enqueueUniqueScript, append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 	}
 	step, steps := "", 0
 	if !opts.Chain.isZero() {
@@ -162,4 +153,29 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 		args = append(args, opts.Trace)
 	}
 	return script, keys, args
+}
+
+// enqueueOneCall is enqueueone.lua's keys and arguments for payload as id
+// with opts, which has no chain or trace context: the options left at
+// their zero values last are not sent (go-redis allocates for each key
+// and argument, and Redis parses each).
+func (q *Store) enqueueOneCall(id string, payload []byte, opts EnqueueOptions) (keys []string, args []any) {
+	keys = q.k.enqueueOneKeys
+	if opts.Unique != "" {
+		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+	}
+	args = make([]any, 2, 6)
+	args[0], args[1] = id, payload
+	delay, lifetime := ceilMillis(opts.Delay), ceilMillis(opts.UniqueFor)
+	switch {
+	case opts.Priority != "":
+		args = append(args, delay, lifetime, opts.MaxAttempts, opts.Priority)
+	case opts.MaxAttempts != 0:
+		args = append(args, delay, lifetime, opts.MaxAttempts)
+	case lifetime != 0:
+		args = append(args, delay, lifetime)
+	case delay != 0:
+		args = append(args, delay)
+	}
+	return keys, args
 }
