@@ -30,23 +30,21 @@
 local pin = "worksteal: this entry keeps the key in Redis's hashtable encoding (see package queue)"
 local id = ARGV[1]
 local unique = KEYS[4]
-local first
+local holder
 if unique then
   -- The lock first: a free one (the usual case) spares the lookup of id,
   -- which only a resent call, whose lock another item took since, needs.
   -- The lock's reading and taking are unique.lua's (uniqueHolder and
   -- takeUnique), inlined: its functions would be closures made on every
-  -- call.
-  local lock = redis.call('HMGET', unique, 'id', 'first')
-  local holder = lock[1]
-  first = lock[2]
+  -- call. Its field "first" is read only when another item holds it.
+  holder = redis.call('HGET', unique, 'id')
   if holder and holder ~= id then
     if redis.call('HEXISTS', KEYS[2], id) == 1 then
       return 0
     end
     local dead = string.sub(KEYS[1], 1, #KEYS[1] - 8) .. ':dead' -- ':pending'
     if redis.call('HEXISTS', KEYS[2], holder) == 1 and not redis.call('ZSCORE', dead, holder) then
-      return first or holder
+      return redis.call('HGET', unique, 'first') or holder
     end
   end
 end
@@ -118,8 +116,8 @@ if failed then
   error(failed)
 end
 if unique then
-  if first then
-    redis.call('HDEL', unique, 'first')
+  if holder then
+    redis.call('HDEL', unique, 'first') -- of a lock taken over, if any
   end
   redis.call('HSET', unique, 'id', id)
   redis.call('PEXPIRE', unique, ARGV[4])
