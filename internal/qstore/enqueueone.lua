@@ -97,7 +97,8 @@ if not failed then
     local due = string.format('%d', t[1] * 1000 + math.ceil(t[2] / 1000) + delay)
     r = redis.pcall('ZADD', KEYS[3], due, id)
   else
-    r = pushLane(redis.pcall, 'LPUSH', KEYS[1], p, {id}) -- lanes.lua
+    -- lanes.lua's one call: a delayed item's script leaves the part out.
+    r = pushLane(redis.pcall, 'LPUSH', KEYS[1], p, {id})
   end
   if type(r) == 'table' then
     failed = r

@@ -18,8 +18,10 @@ var (
 	enqueueUniqueScript = newScript("enqueuewith")
 	// The usual item (no chain or trace context of its own), on a
 	// script that makes only the functions it calls and is sent only
-	// what the item needs (BENCHMARKS.md, issue 41).
-	enqueueOneScript = newScriptOfCalls("enqueueone", "")
+	// what the item needs (BENCHMARKS.md, issue 41); a delayed one,
+	// which no lane receives, without lanes.lua's functions.
+	enqueueOneScript        = newScriptOfCalls("enqueueone", "")
+	enqueueOneDelayedScript = newScriptOfCalls("enqueueone", "lanes")
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
@@ -128,6 +130,9 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (script *redis.Script, keys []string, args []any) {
 	if opts.Chain.isZero() && opts.Trace == "" {
 		keys, args = q.enqueueOneCall(id, payload, opts)
+		if opts.Delay > 0 {
+			return enqueueOneDelayedScript, keys, args
+		}
 		return enqueueOneScript, keys, args
 	}
 	script, keys = enqueueWithScript, q.k.enqueueWithKeys

@@ -31,6 +31,7 @@ var previousRelease = []struct {
 	{script: &enqueueWithScript, parts: []string{"undo", "lanes", "enqueuewith"}},
 	{script: &enqueueUniqueScript, parts: []string{"unique", "undo", "lanes", "enqueuewith"}},
 	{script: &enqueueOneScript, parts: []string{"unique", "undo", "lanes", "enqueuewith"}, calledAs: enqueueOneAsWith},
+	{script: &enqueueOneDelayedScript, parts: []string{"unique", "undo", "lanes", "enqueuewith"}, calledAs: enqueueOneAsWith},
 	{script: &enqueueJoinScript, parts: []string{"unique", "lanes", "enqueuejoin"}},
 	{script: &joinScript, parts: []string{"join"}},
 	{script: &joinResultsScript, parts: []string{"joinresults"}},
