@@ -5,14 +5,16 @@
 -- only the functions it calls (see newScriptOfCalls), and is sent only
 -- what its item needs: each key or argument costs Redis its parsing, an
 -- object and a Lua string.
--- KEYS[1]: pending (list)   KEYS[2]: values (hash)   KEYS[3]: delayed (zset)
--- KEYS[4]: the unique key's lock (see unique.lua), with a unique key only
--- The queue's limits (hash) and dead (zset), used with an attempt limit
--- and by a resent call whose lock another item took, are named after
--- pending's hash tag, as lanes.lua's keys are.
+-- KEYS[1]: values (hash)
+-- KEYS[2]: where the item waits: pending (list), or delayed (zset) when
+-- it has a delay
+-- KEYS[3]: the unique key's lock (see unique.lua), with a unique key only
+-- The queue's limits (hash), dead (zset) and priorities' keys, used with
+-- an attempt limit, by a resent call whose lock another item took and
+-- with a priority, are named after the hash tag of values.
 -- ARGV[1]: id   ARGV[2]: payload
 -- ARGV[3]: delay in ms (absent or '0': pending at once)
--- ARGV[4]: the unique key's lifetime in ms (with KEYS[4])
+-- ARGV[4]: the unique key's lifetime in ms (with KEYS[3])
 -- ARGV[5]: max attempts (absent or '0': the queue's)
 -- ARGV[6]: the item's priority (absent, '' or 'default': none), which
 -- must have a weight: it waits in its lane rather than in pending (see
@@ -29,7 +31,7 @@
 -- the field "" of values and limits, written rather than sent.
 local pin = "worksteal: this entry keeps the key in Redis's hashtable encoding (see package queue)"
 local id = ARGV[1]
-local unique = KEYS[4]
+local unique = KEYS[3]
 local holder
 if unique then
   -- The lock first: a free one (the usual case) spares the lookup of id,
@@ -39,11 +41,11 @@ if unique then
   -- call. Its field "first" is read only when another item holds it.
   holder = redis.call('HGET', unique, 'id')
   if holder and holder ~= id then
-    if redis.call('HEXISTS', KEYS[2], id) == 1 then
+    if redis.call('HEXISTS', KEYS[1], id) == 1 then
       return 0
     end
-    local dead = string.sub(KEYS[1], 1, #KEYS[1] - 8) .. ':dead' -- ':pending'
-    if redis.call('HEXISTS', KEYS[2], holder) == 1 and not redis.call('ZSCORE', dead, holder) then
+    local dead = string.sub(KEYS[1], 1, #KEYS[1] - 7) .. ':dead' -- ':values'
+    if redis.call('HEXISTS', KEYS[1], holder) == 1 and not redis.call('ZSCORE', dead, holder) then
       return redis.call('HGET', unique, 'first') or holder
     end
   end
@@ -54,7 +56,7 @@ if p == '' or p == 'default' then
 end
 local lanes
 if p then
-  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8) -- ':pending'
+  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 7) -- ':values'
   if redis.call('HEXISTS', tag .. ':weights', p) == 0 then
     return redis.error_reply('ERR enqueue: unknown priority "' .. p .. '"')
   end
@@ -62,7 +64,7 @@ if p then
 end
 -- HSET's count of new fields is 0 only when the id (and the pin) had
 -- values already: a resent call, which adds nothing twice.
-local valued = redis.call('HSET', KEYS[2], '', pin, id, ARGV[2])
+local valued = redis.call('HSET', KEYS[1], '', pin, id, ARGV[2])
 if valued == 0 then
   return 0
 end
@@ -73,7 +75,7 @@ end
 local failed, limits, limited, laned
 local limit = ARGV[5]
 if limit and limit ~= '0' then
-  limits = string.sub(KEYS[1], 1, #KEYS[1] - 8) .. ':limits' -- ':pending'
+  limits = string.sub(KEYS[1], 1, #KEYS[1] - 7) .. ':limits' -- ':values'
   limited = redis.pcall('HSET', limits, '', pin, id, limit)
   if type(limited) == 'table' then
     failed, limited = limited, nil
@@ -95,10 +97,10 @@ if not failed then
     -- text made by '%d': a number that Redis turns into text costs more.
     local t = redis.call('TIME')
     local due = string.format('%d', t[1] * 1000 + math.ceil(t[2] / 1000) + delay)
-    r = redis.pcall('ZADD', KEYS[3], due, id)
+    r = redis.pcall('ZADD', KEYS[2], due, id)
   else
     -- lanes.lua's one call: a delayed item's script leaves the part out.
-    r = pushLane(redis.pcall, 'LPUSH', KEYS[1], p, {id})
+    r = pushLane(redis.pcall, 'LPUSH', KEYS[2], p, {id})
   end
   if type(r) == 'table' then
     failed = r
@@ -113,7 +115,7 @@ if failed then
   if limited then
     redis.call('HDEL', limits, id, limited > 1 and '' or id)
   end
-  redis.call('HDEL', KEYS[2], id, valued > 1 and '' or id)
+  redis.call('HDEL', KEYS[1], id, valued > 1 and '' or id)
   error(failed)
 end
 if unique then

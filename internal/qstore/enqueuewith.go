@@ -166,6 +166,9 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 // and argument, and Redis parses each).
 func (q *Store) enqueueOneCall(id string, payload []byte, opts EnqueueOptions) (keys []string, args []any) {
 	keys = q.k.enqueueOneKeys
+	if opts.Delay > 0 {
+		keys = q.k.enqueueOneDelayedKeys
+	}
 	if opts.Unique != "" {
 		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 	}

@@ -77,8 +77,9 @@ func Releases() (previous, this func()) {
 // enqueueOneAsWith turns enqueueone.lua's keys and arguments into those
 // of enqueuewith.lua, which the previous release ran for every item.
 var enqueueOneAsWith = `do
-  local tag = string.sub(KEYS[1], 1, #KEYS[1] - 8)
-  local lock, a = KEYS[4], {unpack(ARGV)}
+  local values, lock, a = KEYS[1], KEYS[3], {unpack(ARGV)}
+  local tag = string.sub(values, 1, #values - 7)
+  KEYS[1], KEYS[2], KEYS[3] = tag .. ':pending', values, tag .. ':delayed'
   KEYS[4], KEYS[5], KEYS[6] = tag .. ':limits', tag .. ':dead', lock
   ARGV[1], ARGV[2], ARGV[3] = ` + strconv.Quote(encodingPin) + `, a[1], a[2]
   ARGV[4], ARGV[5], ARGV[6] = a[3] or '0', a[5] or '0', a[4] or '0'
