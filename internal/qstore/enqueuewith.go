@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -172,18 +173,18 @@ func (q *Store) enqueueOneCall(id string, payload []byte, opts EnqueueOptions) (
 	if opts.Unique != "" {
 		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
 	}
-	args = make([]any, 2, 6)
-	args[0], args[1] = id, payload
 	delay, lifetime := ceilMillis(opts.Delay), ceilMillis(opts.UniqueFor)
+	all := [...]any{id, payload, delay, lifetime, opts.MaxAttempts, opts.Priority}
+	n := 2
 	switch {
 	case opts.Priority != "":
-		args = append(args, delay, lifetime, opts.MaxAttempts, opts.Priority)
+		n = 6
 	case opts.MaxAttempts != 0:
-		args = append(args, delay, lifetime, opts.MaxAttempts)
+		n = 5
 	case lifetime != 0:
-		args = append(args, delay, lifetime)
+		n = 4
 	case delay != 0:
-		args = append(args, delay)
+		n = 3
 	}
-	return keys, args
+	return keys, slices.Clone(all[:n])
 }
