@@ -335,14 +335,14 @@ func TestEnqueueWithRejectsBadInput(t *testing.T) {
 // A unique, delayed enqueue with its own limit is one round trip: one
 // script call, once the connection is up and the script loaded (the very
 // first call also sends the script after EVALSHA's NOSCRIPT: the usual
-// item's and the one with every option, each with a unique key and
-// without).
+// item's, a delayed one's and the one with every option, each with a
+// unique key and without).
 func TestEnqueueWithIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	b, rt := setupCounted(t, queue.Config{})
 	ctx := testContext(t)
 	for _, warm := range []queue.EnqueueOptions{{}, {Unique: "warm", UniqueFor: time.Minute},
-		{MaxAttempts: 2}, {MaxAttempts: 2, Unique: "warm2", UniqueFor: time.Minute}} {
+		{MaxAttempts: 2}, {MaxAttempts: 2, Unique: "warm2", UniqueFor: time.Minute}, {Delay: time.Minute}} {
 		if _, _, err := b.q.EnqueueWith(ctx, []byte("warm"), warm); err != nil {
 			t.Fatal(err)
 		}

@@ -221,9 +221,10 @@ func TestEnqueueWithOptionsIsOneRoundTrip(t *testing.T) {
 	rt := &redistest.RoundTrips{}
 	rdb.AddHook(rt)
 	b := setup(t, rdb, fastRetries)
-	// Dial, and load the scripts: the usual task's and the one with
-	// every option, each with a unique key and without.
+	// Dial, and load the scripts: the usual task's, a delayed one's and
+	// the one with every option, each with a unique key and without.
 	mustEnqueue(t, b.client, "add", addArgs{})
+	mustEnqueueWith(t, b.client, "add", addArgs{}, tasks.Delay(time.Minute))
 	mustEnqueueWith(t, b.client, "add", addArgs{}, tasks.Unique("warm", time.Minute))
 	mustEnqueueWith(t, b.client, "add", addArgs{}, tasks.Unique("warm2", time.Minute), tasks.Attempts(2))
 	for _, opts := range [][]tasks.EnqueueOption{

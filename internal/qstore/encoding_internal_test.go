@@ -43,3 +43,23 @@ func TestBatchKeysLeaveListpackEncoding(t *testing.T) {
 		t.Fatalf("Depth = %+v, %v; want 1 leased", s, err)
 	}
 }
+
+// enqueueone.lua writes the pin rather than being sent it: the same text,
+// in values and limits, on a queue that had no key before.
+func TestEnqueueOneWritesTheEncodingPin(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	q := testStore(rdb, "enc", Config{Prefix: "t-enc-one"})
+	ctx := context.Background()
+	if _, _, err := q.EnqueueWith(ctx, []byte("a"), EnqueueOptions{MaxAttempts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{q.k.values, q.k.limits} {
+		if pin, err := rdb.HGet(ctx, key, "").Result(); pin != encodingPin || err != nil {
+			t.Errorf("HGET %s \"\" = %q, %v; want encodingPin", key, pin, err)
+		}
+		if got, err := rdb.ObjectEncoding(ctx, key).Result(); got != "hashtable" || err != nil {
+			t.Errorf("OBJECT ENCODING %s = %q, %v; want hashtable", key, got, err)
+		}
+	}
+}

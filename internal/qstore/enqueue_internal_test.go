@@ -54,12 +54,27 @@ func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	for name, script := range map[string]*redis.Script{"one": enqueueOneUniqueScript, "with": enqueueUniqueScript} {
+	// call is each script's keys and arguments for id with a unique key
+	// "u" of a minute, due in delay.
+	type call func(q *Store, id string, delay time.Duration) ([]string, []any)
+	for name, c := range map[string]struct {
+		script *redis.Script
+		call   call
+	}{
+		"one": {enqueueOneScript, func(q *Store, id string, delay time.Duration) ([]string, []any) {
+			return q.enqueueOneCall(id, []byte("p"), EnqueueOptions{Delay: delay, Unique: "u", UniqueFor: time.Minute})
+		}},
+		"with": {enqueueUniqueScript, func(q *Store, id string, delay time.Duration) ([]string, []any) {
+			keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
+			return keys, []any{encodingPin, id, "p", delay.Milliseconds(), 0, 60000}
+		}},
+	} {
+		script := c.script
 		q := testStore(rdb, "idem", Config{Prefix: "t-idem-" + name})
-		keys := append(append([]string(nil), q.k.enqueueWithKeys...), q.k.unique("u"))
 		id := newID()
-		for i, delay := range []int{0, 0, 5000} { // the third resend differs: still nothing new
-			added, err := script.Run(ctx, rdb, keys, encodingPin, id, "p", delay, 0, 60000).Int()
+		for i, delay := range []time.Duration{0, 0, 5 * time.Second} { // the third resend differs: still nothing new
+			keys, args := c.call(q, id, delay)
+			added, err := script.Run(ctx, rdb, keys, args...).Int()
 			want := 0 // a resend
 			if i == 0 {
 				want = 1
@@ -75,7 +90,8 @@ func TestEnqueueWithScriptIsIdempotent(t *testing.T) {
 		if err := rdb.HSet(ctx, q.k.unique("u"), "id", other).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if added, err := script.Run(ctx, rdb, keys, encodingPin, id, "p", 0, 0, 60000).Result(); err != nil || added != int64(0) {
+		keys, args := c.call(q, id, 0)
+		if added, err := script.Run(ctx, rdb, keys, args...).Result(); err != nil || added != int64(0) {
 			t.Fatalf("%s: resent after another item took the lock = %v, %v; want 0", name, added, err)
 		}
 		if n, err := rdb.LLen(ctx, q.k.pending).Result(); n != 2 || err != nil {

@@ -57,13 +57,13 @@ func enqueueVariants() []enqueueVariant {
 			map[string]int64{"hexists": 1, "hset": 2, "lpush": 1}, []string{":values", ":lanes", ":pending:high"}},
 		{"EnqueueWith+unique", with(func(i int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{Unique: fmt.Sprint("u", i), UniqueFor: time.Hour}
-		}), map[string]int64{"hmget": 1, "hset": 2, "lpush": 1, "pexpire": 1}, pending},
+		}), map[string]int64{"hget": 1, "hset": 2, "lpush": 1, "pexpire": 1}, pending},
 		{"EnqueueWith+unique+delay", with(func(i int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{Unique: fmt.Sprint("u", i), UniqueFor: time.Hour, Delay: time.Hour}
-		}), map[string]int64{"hmget": 1, "hset": 2, "time": 1, "zadd": 1, "pexpire": 1}, []string{":values", ":delayed"}},
+		}), map[string]int64{"hget": 1, "hset": 2, "time": 1, "zadd": 1, "pexpire": 1}, []string{":values", ":delayed"}},
 		{"EnqueueWith+unique+attempts", with(func(i int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{Unique: fmt.Sprint("u", i), UniqueFor: time.Hour, MaxAttempts: 3}
-		}), map[string]int64{"hmget": 1, "hset": 3, "lpush": 1, "pexpire": 1}, append(pending, ":limits")},
+		}), map[string]int64{"hget": 1, "hset": 3, "lpush": 1, "pexpire": 1}, append(pending, ":limits")},
 		{"EnqueueWith+attempts+priority", with(func(int) qstore.EnqueueOptions {
 			return qstore.EnqueueOptions{MaxAttempts: 3, Priority: "high"}
 		}), map[string]int64{"hexists": 1, "hset": 3, "lpush": 1},

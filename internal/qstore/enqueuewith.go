@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,11 +17,12 @@ var (
 	// every call (a tenth of a delayed enqueue's Redis time).
 	enqueueWithScript   = newScriptWithout("enqueuewith", "unique")
 	enqueueUniqueScript = newScript("enqueuewith")
-	// The usual item (no chain or trace context of its own) on a script
-	// that makes only the functions it calls:
-	// about 1.3 µs of Redis less per enqueue (BENCHMARKS.md, issue 41).
-	enqueueOneScript       = newScriptWithout("enqueueone", "unique")
-	enqueueOneUniqueScript = newScript("enqueueone")
+	// The usual item (no chain or trace context of its own), on a
+	// script that makes only the functions it calls and is sent only
+	// what the item needs (BENCHMARKS.md, issue 41); a delayed one,
+	// which no lane receives, without lanes.lua's functions.
+	enqueueOneScript        = newScriptOfCalls("enqueueone", "")
+	enqueueOneDelayedScript = newScriptOfCalls("enqueueone", "lanes")
 )
 
 // Bounds of [EnqueueOptions]; each field's doc says its own.
@@ -127,21 +129,16 @@ func (q *Store) EnqueueWith(ctx context.Context, payload []byte, opts EnqueueOpt
 // enqueueWithCall is the script call, its keys and its arguments that
 // enqueue payload as id with opts.
 func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) (script *redis.Script, keys []string, args []any) {
-	script, keys = enqueueWithScript, q.k.enqueueWithKeys
-	usual := opts.Chain.isZero() && opts.Trace == ""
-	if usual {
-		script = enqueueOneScript
-		if opts.MaxAttempts == 0 {
-			// Its first three keys only: go-redis allocates for each key.
-			keys = q.k.enqueueOneKeys
+	if opts.Chain.isZero() && opts.Trace == "" {
+		keys, args = q.enqueueOneCall(id, payload, opts)
+		if opts.Delay > 0 {
+			return enqueueOneDelayedScript, keys, args
 		}
+		return enqueueOneScript, keys, args
 	}
+	script, keys = enqueueWithScript, q.k.enqueueWithKeys
 	if opts.Unique != "" {
-		keys = q.k.enqueueWithKeys
 		script, keys = enqueueUniqueScript, append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
-		if usual {
-			script = enqueueOneUniqueScript
-		}
 	}
 	step, steps := "", 0
 	if !opts.Chain.isZero() {
@@ -162,4 +159,32 @@ func (q *Store) enqueueWithCall(id string, payload []byte, opts EnqueueOptions) 
 		args = append(args, opts.Trace)
 	}
 	return script, keys, args
+}
+
+// enqueueOneCall is enqueueone.lua's keys and arguments for payload as id
+// with opts, which has no chain or trace context: the options left at
+// their zero values last are not sent (go-redis allocates for each key
+// and argument, and Redis parses each).
+func (q *Store) enqueueOneCall(id string, payload []byte, opts EnqueueOptions) (keys []string, args []any) {
+	keys = q.k.enqueueOneKeys
+	if opts.Delay > 0 {
+		keys = q.k.enqueueOneDelayedKeys
+	}
+	if opts.Unique != "" {
+		keys = append(keys[:len(keys):len(keys)], q.k.unique(opts.Unique))
+	}
+	delay, lifetime := ceilMillis(opts.Delay), ceilMillis(opts.UniqueFor)
+	all := [...]any{id, payload, delay, lifetime, opts.MaxAttempts, opts.Priority}
+	n := 2
+	switch {
+	case opts.Priority != "":
+		n = 6
+	case opts.MaxAttempts != 0:
+		n = 5
+	case lifetime != 0:
+		n = 4
+	case delay != 0:
+		n = 3
+	}
+	return keys, slices.Clone(all[:n])
 }

@@ -2,6 +2,7 @@ package qstore
 
 import (
 	"embed"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -16,30 +17,33 @@ var previousFiles embed.FS
 var previousRelease = []struct {
 	script **redis.Script
 	parts  []string
+	// calledAs, when not empty, is Lua put first that turns this
+	// release's call of the script into the previous one's.
+	calledAs string
 }{
-	{&adminListScript, []string{"readyat", "admin_list"}},
-	{&adminItemScript, []string{"readyat", "admin_item"}},
-	{&cancelScript, []string{"types", "cancel"}},
-	{&chainScript, []string{"chain"}},
-	{&claimScript, []string{"expired", "types", "lanes", "maintain", "claimtyped", "claim"}},
-	{&extendScript, []string{"types", "extend"}},
-	{&releaseScript, []string{"types", "lanes", "release"}},
-	{&enqueueWithScript, []string{"undo", "lanes", "enqueuewith"}},
-	{&enqueueUniqueScript, []string{"unique", "undo", "lanes", "enqueuewith"}},
-	{&enqueueOneScript, []string{"undo", "lanes", "enqueuewith"}},
-	{&enqueueOneUniqueScript, []string{"unique", "undo", "lanes", "enqueuewith"}},
-	{&enqueueJoinScript, []string{"unique", "lanes", "enqueuejoin"}},
-	{&joinScript, []string{"join"}},
-	{&joinResultsScript, []string{"joinresults"}},
-	{&tidyScript, []string{"expired", "types", "lanes", "maintain", "tidy"}},
-	{&promoteScript, []string{"types", "lanes", "maintain", "byid", "promote"}},
-	{&requeueScript, []string{"lanes", "byid", "requeue"}},
-	{&purgeScript, []string{"byid", "purge"}},
-	{&settleScript, []string{"expired", "unique", "types", "lanes", "settle"}},
-	{&enqueueScript, []string{"undo", "lanes", "enqueue"}},
-	{&depthScript, []string{"readyat", "depth"}},
-	{&resultScript, []string{"result"}},
-	{&stateScript, []string{"state"}},
+	{script: &adminListScript, parts: []string{"readyat", "admin_list"}},
+	{script: &adminItemScript, parts: []string{"readyat", "admin_item"}},
+	{script: &cancelScript, parts: []string{"types", "cancel"}},
+	{script: &chainScript, parts: []string{"chain"}},
+	{script: &claimScript, parts: []string{"expired", "types", "lanes", "maintain", "claimtyped", "claim"}},
+	{script: &extendScript, parts: []string{"types", "extend"}},
+	{script: &releaseScript, parts: []string{"types", "lanes", "release"}},
+	{script: &enqueueWithScript, parts: []string{"undo", "lanes", "enqueuewith"}},
+	{script: &enqueueUniqueScript, parts: []string{"unique", "undo", "lanes", "enqueuewith"}},
+	{script: &enqueueOneScript, parts: []string{"unique", "undo", "lanes", "enqueuewith"}, calledAs: enqueueOneAsWith},
+	{script: &enqueueOneDelayedScript, parts: []string{"unique", "undo", "lanes", "enqueuewith"}, calledAs: enqueueOneAsWith},
+	{script: &enqueueJoinScript, parts: []string{"unique", "lanes", "enqueuejoin"}},
+	{script: &joinScript, parts: []string{"join"}},
+	{script: &joinResultsScript, parts: []string{"joinresults"}},
+	{script: &tidyScript, parts: []string{"expired", "types", "lanes", "maintain", "tidy"}},
+	{script: &promoteScript, parts: []string{"types", "lanes", "maintain", "byid", "promote"}},
+	{script: &requeueScript, parts: []string{"lanes", "byid", "requeue"}},
+	{script: &purgeScript, parts: []string{"byid", "purge"}},
+	{script: &settleScript, parts: []string{"expired", "unique", "types", "lanes", "settle"}},
+	{script: &enqueueScript, parts: []string{"undo", "lanes", "enqueue"}},
+	{script: &depthScript, parts: []string{"readyat", "depth"}},
+	{script: &resultScript, parts: []string{"result"}},
+	{script: &stateScript, parts: []string{"state"}},
 }
 
 // Releases returns the functions that make every Store of this process
@@ -50,6 +54,7 @@ func Releases() (previous, this func()) {
 	now := make([]*redis.Script, len(previousRelease))
 	for i, r := range previousRelease {
 		var src strings.Builder
+		src.WriteString(r.calledAs)
 		for _, p := range r.parts {
 			b, err := previousFiles.ReadFile("testdata/previous/" + p + ".lua")
 			if err != nil {
@@ -68,3 +73,16 @@ func Releases() (previous, this func()) {
 	}
 	return use(old), use(now)
 }
+
+// enqueueOneAsWith turns enqueueone.lua's keys and arguments into those
+// of enqueuewith.lua, which the previous release ran for every item.
+var enqueueOneAsWith = `do
+  local values, lock, a = KEYS[1], KEYS[3], {unpack(ARGV)}
+  local tag = string.sub(values, 1, #values - 7)
+  KEYS[1], KEYS[2], KEYS[3] = tag .. ':pending', values, tag .. ':delayed'
+  KEYS[4], KEYS[5], KEYS[6] = tag .. ':limits', tag .. ':dead', lock
+  ARGV[1], ARGV[2], ARGV[3] = ` + strconv.Quote(encodingPin) + `, a[1], a[2]
+  ARGV[4], ARGV[5], ARGV[6] = a[3] or '0', a[5] or '0', a[4] or '0'
+  ARGV[7], ARGV[8], ARGV[9], ARGV[10] = '', '0', '0', a[6] or ''
+end
+`

@@ -100,6 +100,12 @@ func TestAssembleOrdersParts(t *testing.T) {
 	if strings.Contains(lean, "local function uniqueHolder") {
 		t.Error("enqueuewith without unique holds unique.lua")
 	}
+	one := onlyCalled(mustAssemble("enqueueone", ""), "enqueueone")
+	for fn, want := range map[string]bool{"pushLane": true, "laneOf": true, "pushPending": false} {
+		if got := strings.Contains(one, "local function "+fn+"("); got != want {
+			t.Errorf("enqueueone of its calls holds %s: %v, want %v", fn, got, want)
+		}
+	}
 	if _, err := assemble("enqueuewith", "readyat"); err == nil {
 		t.Error("enqueuewith left out readyat.lua, which it does not declare")
 	}

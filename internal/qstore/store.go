@@ -93,6 +93,7 @@ type keys struct {
 	enqueueKeys, depthKeys []string
 	enqueueWithKeys        []string
 	enqueueOneKeys         []string // enqueueone.lua's without a unique key
+	enqueueOneDelayedKeys  []string // and with a delay
 	claimKeys, releaseKeys []string
 	tidyKeys, promoteKeys  []string
 	requeueKeys, purgeKeys []string
@@ -133,7 +134,8 @@ func newKeys(prefix, name string) keys {
 	}
 	k.enqueueKeys = []string{k.pending, k.values, k.delayed, k.limits}
 	k.enqueueWithKeys = []string{k.pending, k.values, k.delayed, k.limits, k.dead}
-	k.enqueueOneKeys = k.enqueueWithKeys[:3:3]
+	k.enqueueOneKeys = []string{k.values, k.pending}
+	k.enqueueOneDelayedKeys = []string{k.values, k.delayed}
 	k.depthKeys = []string{k.pending, k.leases, k.delayed, k.dead, k.ready, k.parked, k.weights}
 	k.claimKeys = []string{k.pending, k.leases, k.values, k.attempts, k.seq, k.delayed, k.dead, k.causes, k.limits, k.ready, k.results, k.expiring}
 	k.releaseKeys = []string{k.leases, k.attempts, k.pending}
