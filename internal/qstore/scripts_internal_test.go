@@ -1,11 +1,14 @@
 package qstore
 
 import (
+	"context"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/worksteal/worksteal/internal/redistest"
 )
 
 var definedFunction = regexp.MustCompile(`(?m)^local function ([A-Za-z_]\w*)`)
@@ -108,5 +111,48 @@ func TestAssembleOrdersParts(t *testing.T) {
 	}
 	if _, err := assemble("enqueuewith", "readyat"); err == nil {
 		t.Error("enqueuewith left out readyat.lua, which it does not declare")
+	}
+}
+
+// onlyCalled, on any script of this package, leaves out only functions
+// that nothing it keeps names outside a comment (a part's code outside
+// its functions too), and cuts no function in two: what it leaves
+// compiles in Redis. A name that is the start of another's, or that a
+// comment holds, keeps nothing it should not drop.
+func TestOnlyCalledDropsOnlyWhatNothingCalls(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	files, err := filepath.Glob("*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(f, ".lua")
+		src := mustAssemble(name, "")
+		kept := onlyCalled(src, name)
+		if err := rdb.ScriptLoad(ctx, kept).Err(); err != nil {
+			t.Errorf("%s of its calls does not compile: %v", name, err)
+			continue
+		}
+		var code strings.Builder
+		for l := range strings.Lines(kept) {
+			c, _, _ := strings.Cut(l, "--")
+			code.WriteString(c + "\n")
+		}
+		for _, m := range definedFunction.FindAllStringSubmatch(src, -1) {
+			fn := m[1]
+			if strings.Contains(kept, "local function "+fn+"(") {
+				continue
+			}
+			if regexp.MustCompile(`\b` + fn + `\b`).MatchString(code.String()) {
+				t.Errorf("%s of its calls names %s, which it left out", name, fn)
+			}
+		}
+	}
+	one := onlyCalled(mustAssemble("enqueueone", ""), "enqueueone")
+	// lanes.lua's laneOf, called by pushLane, is not lanesFor's (newitems.lua).
+	if !strings.Contains(one, "local function laneOf(") || strings.Contains(one, "lanesFor") {
+		t.Error("enqueueone of its calls lacks laneOf or holds lanesFor")
 	}
 }
