@@ -30,9 +30,33 @@ import (
 const chainWorkerEnv = "WORKSTEAL_TASKS_CHAIN_WORKER"
 
 // chainWorkerSpec tells the worker process where to work and log.
-type chainWorkerSpec struct {
+type chainWorkerSpec struct{ processSpec }
+
+// processSpec is what every worker process of this test binary is given:
+// its Redis, the queue's prefix and lease, and its log's path.
+type processSpec struct {
 	Addr, Prefix, Log string
 	Lease             time.Duration
+}
+
+func (s *processSpec) process() *processSpec { return s }
+
+// openTestProcess starts a worker process that TestMain runs: it reads
+// spec from envName's JSON, opens its log (each line one write(2):
+// SIGKILL cannot lose it) and the queue "tasks" on its Redis.
+func openTestProcess(envName string, spec interface{ process() *processSpec }) (log func(string), q *queue.Queue, err error) {
+	if err := json.Unmarshal([]byte(os.Getenv(envName)), spec); err != nil {
+		return nil, nil, err
+	}
+	p := spec.process()
+	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	log = func(s string) { _, _ = f.WriteString(s + "\n") }
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
+	q, err = queue.New(rdb, "tasks", queue.Config{Prefix: p.Prefix, Lease: p.Lease})
+	return log, q, err
 }
 
 type stepArgs struct{ Chain, Step int }
@@ -77,18 +101,7 @@ func fanOutSteps(m *tasks.Mux, log func(string)) error {
 // failed it logs "unsettled" (some items may be acked, some not).
 func runChainWorker() int {
 	var spec chainWorkerSpec
-	if err := json.Unmarshal([]byte(os.Getenv(chainWorkerEnv)), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	f, err := os.OpenFile(spec.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	log := func(s string) { _, _ = f.WriteString(s + "\n") } // a write(2): SIGKILL cannot lose it
-	rdb := redis.NewClient(&redis.Options{Addr: spec.Addr})
-	q, err := queue.New(rdb, "tasks", queue.Config{Prefix: spec.Prefix, Lease: spec.Lease})
+	log, q, err := openTestProcess(chainWorkerEnv, &spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -266,7 +279,7 @@ func TestSIGKILLMidChain(t *testing.T) {
 	}
 
 	logPath := filepath.Join(t.TempDir(), "worker.log")
-	cmd := startWorker(t, chainWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: lease})
+	cmd := startWorker(t, chainWorkerSpec{processSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: lease}})
 	// Kill it mid-batch, about half-way through the chains' steps.
 	testrig.Eventually(t, 30*time.Second, "the worker half-way, mid-batch", func() bool {
 		return killIf(t, cmd, logPath, func(bs []workerBatch) bool {
@@ -389,7 +402,7 @@ func TestSIGKILLMidFanOut(t *testing.T) {
 	var cmd *exec.Cmd
 	start := func() string {
 		logs = append(logs, filepath.Join(dir, fmt.Sprintf("worker-%d.log", len(logs))))
-		cmd = startWorker(t, chainWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logs[len(logs)-1], Lease: lease})
+		cmd = startWorker(t, chainWorkerSpec{processSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logs[len(logs)-1], Lease: lease}})
 		return logs[len(logs)-1]
 	}
 	for w := range 2 {

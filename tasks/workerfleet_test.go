@@ -3,7 +3,6 @@ package tasks_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,9 +33,9 @@ const serveWorkerEnv = "WORKSTEAL_TASKS_SERVE_WORKER"
 // serveWorkerSpec tells the Serve worker process where to work and log,
 // how many handlers to run and how long each holds its task.
 type serveWorkerSpec struct {
-	Addr, Prefix, Log string
-	Lease, Hold       time.Duration
-	Concurrency       int
+	processSpec
+	Hold        time.Duration
+	Concurrency int
 }
 
 // fleetTask is the type the Serve worker process handles.
@@ -58,24 +57,13 @@ func fleetHandler(log func(string), hold time.Duration) func(context.Context, in
 // then "served" in its log and exit 0 if Serve returned nil.
 func runServeWorker() int {
 	var spec serveWorkerSpec
-	if err := json.Unmarshal([]byte(os.Getenv(serveWorkerEnv)), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	f, err := os.OpenFile(spec.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	log, q, err := openTestProcess(serveWorkerEnv, &spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	log := func(s string) { _, _ = f.WriteString(s + "\n") } // a write(2): SIGKILL cannot lose it
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: spec.Addr})
-	q, err := queue.New(rdb, "tasks", queue.Config{Prefix: spec.Prefix, Lease: spec.Lease})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	mux := tasks.NewMux()
 	if err := handle(mux, fleetTask, fleetHandler(log, spec.Hold)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -184,7 +172,7 @@ func TestServeWorkerSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "worker.log")
-	cmd := startServeWorker(t, serveWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: lease, Hold: 50 * time.Millisecond, Concurrency: 32})
+	cmd := startServeWorker(t, serveWorkerSpec{processSpec: processSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: lease}, Hold: 50 * time.Millisecond, Concurrency: 32})
 	testrig.Eventually(t, 30*time.Second, "the worker's first 200 tasks started", func() bool {
 		return len(readServeLog(t, logPath).started) >= 200
 	})
@@ -270,7 +258,7 @@ func TestServeWorkerSIGTERM(t *testing.T) {
 	}
 	logPath := filepath.Join(t.TempDir(), "worker.log")
 	const hold = 1500 * time.Millisecond
-	cmd := startServeWorker(t, serveWorkerSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: cfg.Lease, Hold: hold, Concurrency: inFlight})
+	cmd := startServeWorker(t, serveWorkerSpec{processSpec: processSpec{Addr: srv.Addr(), Prefix: cfg.Prefix, Log: logPath, Lease: cfg.Lease}, Hold: hold, Concurrency: inFlight})
 	testrig.Eventually(t, 30*time.Second, "200 handlers running", func() bool {
 		return len(readServeLog(t, logPath).started) >= inFlight
 	})
